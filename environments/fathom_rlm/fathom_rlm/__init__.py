@@ -1,0 +1,1 @@
+"""fathom-rlm: recursive-language-model environment over long synthetic documents."""

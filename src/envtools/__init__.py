@@ -1,0 +1,1 @@
+"""Cross-environment tools: scripted policy server, GDPO reference, evaluation reports."""
