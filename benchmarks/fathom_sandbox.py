@@ -1,0 +1,290 @@
+"""Benchmark the fathom-rlm sandbox: start-up, round trip, memory, and many live sessions.
+
+Usage: uv run python benchmarks/fathom_sandbox.py [--sessions 30] [--calls 300] [--alive 256]
+
+Baselines measured in the same run: plain in-process `exec`, RestrictedPython compile + exec
+in-process (the language layer alone), and a fresh `python` process per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from fathom_rlm.sandbox import SandboxSession, isolation_report, shutdown_fork_servers, warm_up
+from fathom_rlm.sandbox import restricted as restricted_layer
+
+SLICE = "doc[1000:2000]"
+REGEX = "re_findall(r'velmora', doc)"
+PLAIN_REGEX = "re.findall(r'velmora', doc)"
+# \b in front defeats sre's literal-prefix scan: every position is tried (about 10x slower).
+REGEX_B = "re_findall(r'\\bvelmora\\b', doc)"
+PLAIN_REGEX_B = "re.findall(r'\\bvelmora\\b', doc)"
+
+
+def make_document(chars: int, seed: int = 7) -> str:
+    """Prose-like text from invented words (the real generator is not needed to time I/O)."""
+    rng = random.Random(seed)
+    onsets = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "th", "sh"]
+    vowels, codas = "aeiou", "nrsltm"
+    vocab = [
+        "".join(rng.choice(onsets) + rng.choice(vowels) for _ in range(rng.randint(1, 3)))
+        + rng.choice(codas)
+        for _ in range(5000)
+    ]
+    vocab[:20] = ["the", "of", "and", "to", "in", "was", "a", "his", "her", "at"] * 2
+    words: list[str] = []
+    size = 0
+    while size < chars:
+        sentence = [rng.choice(vocab) for _ in range(rng.randint(6, 18))]
+        if rng.random() < 0.01:
+            sentence[rng.randrange(len(sentence))] = "velmora"
+        text = " ".join(sentence).capitalize() + ". "
+        words.append(text)
+        size += len(text)
+    return "".join(words)[:chars]
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def p90_ms(samples: list[float]) -> float:
+    return sorted(samples)[int(len(samples) * 0.9) - 1] * 1000
+
+
+def time_calls(fn: Any, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def bench_in_process(doc: str, calls: int) -> dict[str, float]:
+    """Same code, no isolation: plain exec, and RestrictedPython compile + exec."""
+    plain_globals = {"doc": doc, "re": re}
+    buffer = restricted_layer.OutputBuffer(4000)
+    rp_globals = restricted_layer.make_globals(doc, buffer, lambda p, t="": "")
+
+    def plain(code: str) -> None:
+        exec(compile(code, "<bench>", "exec"), dict(plain_globals))
+
+    def rp(code: str) -> None:
+        cell = restricted_layer.compile_cell(code)
+        exec(cell.body, rp_globals)
+        if cell.tail is not None:
+            repr(eval(cell.tail, rp_globals))
+
+    return {
+        "plain_slice": median_ms(time_calls(lambda: plain(f"x = {SLICE}\nrepr(x)"), calls)),
+        "plain_regex": median_ms(time_calls(lambda: plain(f"x = {PLAIN_REGEX}\nrepr(x)"), calls)),
+        "rp_slice": median_ms(time_calls(lambda: rp(SLICE), calls)),
+        "rp_regex": median_ms(time_calls(lambda: rp(REGEX), calls)),
+        "plain_regex_b": median_ms(
+            time_calls(lambda: plain(f"x = {PLAIN_REGEX_B}\nrepr(x)"), max(calls // 10, 5))
+        ),
+        "rp_regex_b": median_ms(time_calls(lambda: rp(REGEX_B), max(calls // 10, 5))),
+    }
+
+
+def bench_fresh_process(doc: str, calls: int) -> dict[str, float]:
+    """A new interpreter per call, the document read from a file (no sandbox at all)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write(doc)
+        path = f.name
+    python = os.path.realpath(sys.executable)
+    try:
+
+        def run(expr: str) -> None:
+            code = f"import re\ndoc = open({path!r}).read()\nprint(repr({expr}))"
+            subprocess.run([python, "-I", "-S", "-c", code], check=True, capture_output=True)
+
+        return {
+            "fresh_slice": median_ms(time_calls(lambda: run(SLICE), calls)),
+            "fresh_regex": median_ms(time_calls(lambda: run(PLAIN_REGEX), calls)),
+            "fresh_regex_b": median_ms(time_calls(lambda: run(PLAIN_REGEX_B), calls)),
+        }
+    finally:
+        os.unlink(path)
+
+
+def memory_kb(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) in kB from smaps_rollup; (0, 0) when not readable."""
+    rss = pss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, pss
+
+
+async def bench_sandbox(doc: str, sessions: int, calls: int) -> dict[str, float]:
+    ready = []
+    for _ in range(sessions):
+        t = time.perf_counter()
+        session = await SandboxSession.start(doc)
+        ready.append(time.perf_counter() - t)
+        await session.close()
+    async with await SandboxSession.start(doc) as session:
+        for _ in range(20):  # warm the worker's own caches
+            await session.run(SLICE)
+            await session.run(REGEX)
+        slice_rt, regex_rt = [], []
+        for _ in range(calls):
+            t = time.perf_counter()
+            await session.run(SLICE)
+            slice_rt.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            await session.run(REGEX)
+            regex_rt.append(time.perf_counter() - t)
+        regex_b = []
+        for _ in range(max(calls // 10, 5)):
+            t = time.perf_counter()
+            await session.run(REGEX_B)
+            regex_b.append(time.perf_counter() - t)
+        rss, pss = memory_kb(session.pid or 0)
+    return {
+        "ready_median": median_ms(ready),
+        "ready_p90": p90_ms(ready),
+        "slice_median": median_ms(slice_rt),
+        "slice_p90": p90_ms(slice_rt),
+        "regex_median": median_ms(regex_rt),
+        "regex_p90": p90_ms(regex_rt),
+        "regex_b_median": median_ms(regex_b),
+        "idle_rss_mb": rss / 1024,
+        "idle_pss_mb": pss / 1024,
+    }
+
+
+async def bench_alive(doc: str, count: int) -> dict[str, float]:
+    """`count` sessions alive at once, each with its own copy of the document and some state."""
+    parent_before = memory_kb(os.getpid())[0]
+    t = time.perf_counter()
+    live: list[SandboxSession] = []
+    try:
+        for start in range(0, count, 32):
+            batch = await asyncio.gather(
+                *(SandboxSession.start(doc) for _ in range(min(32, count - start)))
+            )
+            live.extend(batch)
+        started = time.perf_counter() - t
+        await asyncio.gather(*(s.run("hits = re_findall(r'velmora', doc)") for s in live))
+        t = time.perf_counter()
+        results = await asyncio.gather(*(s.run(SLICE) for s in live))
+        one_round = time.perf_counter() - t
+        assert all(r.error is None for r in results)
+        workers = [memory_kb(s.pid or 0) for s in live]
+        report = isolation_report()
+        server = memory_kb(int(report["fork_server_pid"] or 0))  # type: ignore[call-overload]
+        parent_after = memory_kb(os.getpid())[0]
+        pss_total = sum(p for _, p in workers) + server[1]
+        return {
+            "alive": len(live),
+            "start_all_s": started,
+            "slice_round_all_ms": one_round * 1000,
+            "workers_pss_total_mb": pss_total / 1024,
+            "workers_rss_total_mb": sum(r for r, _ in workers) / 1024,
+            "parent_rss_growth_mb": (parent_after - parent_before) / 1024,
+        }
+    finally:
+        await asyncio.gather(*(s.close() for s in live))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--doc-chars", type=int, default=800_000)
+    parser.add_argument("--sessions", type=int, default=30, help="sessions timed for start-up")
+    parser.add_argument("--calls", type=int, default=300, help="round trips per measurement")
+    parser.add_argument("--fresh-calls", type=int, default=15, help="fresh-process baseline calls")
+    parser.add_argument("--alive", type=int, default=256, help="sessions alive at once")
+    parser.add_argument("--json", action="store_true", help="print raw numbers as JSON")
+    args = parser.parse_args()
+
+    doc = make_document(args.doc_chars)
+    t = time.perf_counter()
+    warm_up()
+    fork_server_start = time.perf_counter() - t
+    try:
+        sandbox = asyncio.run(bench_sandbox(doc, args.sessions, args.calls))
+        alive = asyncio.run(bench_alive(doc, args.alive)) if args.alive else {}
+        in_process = bench_in_process(doc, args.calls)
+        fresh = bench_fresh_process(doc, args.fresh_calls)
+        report = isolation_report()
+    finally:
+        shutdown_fork_servers()
+    numbers = {
+        "fork_server_start_ms": fork_server_start * 1000,
+        "doc_chars": len(doc),
+        "regex_matches": len(re.findall(r"\bvelmora\b", doc)),
+        **sandbox,
+        **in_process,
+        **fresh,
+        **{f"alive_{k}": v for k, v in alive.items()},
+        "isolation": report["network"],
+        "cpus": os.cpu_count(),
+    }
+    if args.json:
+        print(json.dumps(numbers, indent=2))
+        return
+    n = numbers
+    print(
+        f"document: {n['doc_chars']} chars, regex matches: {n['regex_matches']}; "
+        f"isolation: {n['isolation']}; cpus: {n['cpus']}"
+    )
+    print(f"fork server start (once per process): {n['fork_server_start_ms']:.0f} ms")
+    print()
+    print(
+        "| measurement | sandbox session | plain exec | RestrictedPython in-process "
+        "| fresh python per call |"
+    )
+    print("|---|---|---|---|---|")
+    print(
+        f"| worker ready, median (p90) over {args.sessions} | {n['ready_median']:.1f} ms "
+        f"({n['ready_p90']:.1f}) | - | - | - |"
+    )
+    print(
+        f"| `{SLICE}` round trip, median (p90) | {n['slice_median']:.2f} ms "
+        f"({n['slice_p90']:.2f}) | {n['plain_slice']:.3f} ms | {n['rp_slice']:.3f} ms "
+        f"| {n['fresh_slice']:.1f} ms |"
+    )
+    print(
+        f"| `{REGEX}` round trip, median (p90) | {n['regex_median']:.2f} ms "
+        f"({n['regex_p90']:.2f}) | {n['plain_regex']:.3f} ms | {n['rp_regex']:.3f} ms "
+        f"| {n['fresh_regex']:.1f} ms |"
+    )
+    print(
+        f"| `{REGEX_B}` round trip, median | {n['regex_b_median']:.2f} ms "
+        f"| {n['plain_regex_b']:.3f} ms | {n['rp_regex_b']:.3f} ms | {n['fresh_regex_b']:.1f} ms |"
+    )
+    print(
+        f"| idle session memory | RSS {n['idle_rss_mb']:.1f} MB, PSS {n['idle_pss_mb']:.1f} MB "
+        "| - | - | - |"
+    )
+    if alive:
+        print(
+            f"| {n['alive_alive']} sessions alive | PSS total {n['alive_workers_pss_total_mb']:.0f}"
+            f" MB (RSS sum {n['alive_workers_rss_total_mb']:.0f} MB), parent +"
+            f"{n['alive_parent_rss_growth_mb']:.0f} MB; started in {n['alive_start_all_s']:.2f} s;"
+            f" one slice on each: {n['alive_slice_round_all_ms']:.0f} ms | - | - | - |"
+        )
+
+
+if __name__ == "__main__":
+    main()

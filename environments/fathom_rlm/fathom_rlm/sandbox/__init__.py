@@ -1,0 +1,27 @@
+"""Sandbox for model-written Python over a long document.
+
+Two layers: RestrictedPython decides what the code may name (no imports, no private
+attributes, wrapper helpers instead of modules), and a confined worker process decides what it
+may do (rlimits, an unprivileged uid, no network, no files, empty environment, a wall clock).
+See docs/sandbox.md for the threat model and measurements.
+"""
+
+from .session import (
+    ReplResult,
+    SandboxConfig,
+    SandboxError,
+    SandboxSession,
+    isolation_report,
+    shutdown_fork_servers,
+    warm_up,
+)
+
+__all__ = [
+    "ReplResult",
+    "SandboxConfig",
+    "SandboxError",
+    "SandboxSession",
+    "isolation_report",
+    "shutdown_fork_servers",
+    "warm_up",
+]

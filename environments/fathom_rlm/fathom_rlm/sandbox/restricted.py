@@ -1,0 +1,648 @@
+"""Language layer: compile model code with RestrictedPython and run it against safe globals.
+
+Everything the sandboxed code can reach is built here. The rule: inject plain functions and
+plain data, never modules or objects whose attributes lead to modules (an injected ``re``
+module leaks ``os`` through ``re.enum.sys.modules``). Regex and JSON are offered as wrapper
+functions that return str, int, tuple, list, dict or None only.
+
+This module runs inside the isolated worker; it imports only the standard library and
+RestrictedPython so the warm parent can load it once and fork.
+"""
+
+from __future__ import annotations
+
+import _string
+import ast
+import builtins
+import collections
+import json
+import operator
+import re
+import string
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from RestrictedPython import compile_restricted_eval, compile_restricted_exec
+from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
+from RestrictedPython.transformer import (
+    INSPECT_ATTRIBUTES,
+    IOPERATOR_TO_STR,
+    RestrictingNodeTransformer,
+)
+
+FILENAME = "<repl>"
+
+# Attributes that reach frames, code, interpreter internals or class hierarchies. Names
+# starting with "_" are refused separately (RestrictedPython rejects them at compile time;
+# the guard refuses them again for getattr-like paths such as str.format fields).
+BLOCKED_ATTRIBUTES = frozenset(INSPECT_ATTRIBUTES) | {
+    "gi_frame",
+    "gi_code",
+    "gi_yieldfrom",
+    "cr_frame",
+    "cr_code",
+    "cr_await",
+    "cr_origin",
+    "ag_frame",
+    "ag_code",
+    "ag_await",
+    "tb_frame",
+    "tb_next",
+    "f_back",
+    "f_globals",
+    "f_locals",
+    "f_builtins",
+    "f_code",
+    "mro",
+}
+
+# Names a model may reach for that do not exist here; the error says so plainly.
+UNAVAILABLE_NAMES = frozenset(
+    {
+        "open",
+        "eval",
+        "exec",
+        "compile",
+        "globals",
+        "locals",
+        "vars",
+        "dir",
+        "getattr",
+        "setattr",
+        "delattr",
+        "type",
+        "input",
+        "help",
+        "breakpoint",
+        "memoryview",
+        "bytearray",
+        "object",
+        "super",
+        "re",
+        "os",
+        "sys",
+        "json",
+        "string",
+        "subprocess",
+        "socket",
+        "ctypes",
+        "importlib",
+        "builtins",
+    }
+)
+
+MAX_REGEX_PATTERN_CHARS = 2_000
+MAX_REGEX_RESULTS = 100_000
+
+
+class SandboxTimeout(BaseException):  # shown to the model as "TimeoutError"
+    """Raised inside running code when its wall-clock budget is spent."""
+
+
+class LLMError(Exception):
+    """An llm() call from inside the sandbox failed (no callback, or the callback raised)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Output collection
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class OutputBuffer:
+    """Collects everything printed during one call, keeping only the first `limit` chars."""
+
+    limit: int
+    parts: list[str] = field(default_factory=list)
+    kept: int = 0
+    total: int = 0
+
+    def write(self, text: str) -> None:
+        self.total += len(text)
+        room = self.limit + 1 - self.kept  # one extra char tells "exactly full" from "over"
+        if room > 0:
+            piece = text[:room]
+            self.parts.append(piece)
+            self.kept += len(piece)
+
+    def reset(self, limit: int) -> None:
+        self.limit = limit
+        self.parts.clear()
+        self.kept = 0
+        self.total = 0
+
+    def render(self) -> tuple[str, int, bool]:
+        """Return (text, chars before truncation, truncated)."""
+        text = "".join(self.parts)
+        if self.total <= self.limit:
+            return text, self.total, False
+        shown = text[: self.limit]
+        note = (
+            f"\n[output truncated: {self.total} chars produced, first {self.limit} shown; "
+            "print a smaller slice or a summary]"
+        )
+        return shown + note, self.total, True
+
+
+class _PrintTarget:
+    """What RestrictedPython's `_print_` factory returns: all prints go to one buffer.
+
+    RestrictedPython's own PrintCollector keeps a collector per function scope, so a print
+    inside a user function would be lost; here every scope writes to the call's buffer.
+    """
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self, buffer: OutputBuffer) -> None:
+        self._buffer = buffer
+
+    def __call__(self) -> str:  # the `printed` name
+        return "".join(self._buffer.parts)
+
+    def _call_print(self, *objects: object, sep: Any = " ", end: Any = "\n", **kw: Any) -> None:
+        if kw.get("file") is not None:
+            raise TypeError("print(file=...) is not supported in the sandbox")
+        sep = " " if sep is None else sep
+        end = "\n" if end is None else end
+        if not isinstance(sep, str) or not isinstance(end, str):
+            raise TypeError("print() sep and end must be str")
+        self._buffer.write(sep.join(str(o) for o in objects) + end)
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards
+# ---------------------------------------------------------------------------------------------
+
+
+class SandboxClass(type):
+    """Metaclass of every class defined by sandboxed code; marks objects it may mutate."""
+
+
+def guarded_getattr(obj: Any, name: str) -> Any:
+    """The `_getattr_` guard: refuses private names, frame/code walks and str.format."""
+    if type(name) is not str:
+        raise TypeError("attribute name must be str")
+    if name.startswith("_"):
+        raise AttributeError(f'"{name}" is not allowed: names starting with "_" are private')
+    if name in BLOCKED_ATTRIBUTES:
+        raise AttributeError(f'"{name}" is not allowed in the sandbox')
+    if name in ("format", "format_map"):
+        if isinstance(obj, str):
+            return _bound_format(obj, name)
+        if isinstance(obj, type) and issubclass(obj, str):
+            return _unbound_format(name)
+    return getattr(obj, name)
+
+
+def _guarded_write(obj: Any) -> Any:
+    """The `_write_` guard: attribute/item writes only on containers and sandbox classes."""
+    if type(obj) in (dict, list, set) or isinstance(obj, (dict, list)):
+        return obj
+    if isinstance(obj, SandboxClass) or isinstance(type(obj), SandboxClass):
+        return obj
+    raise TypeError(f"cannot modify objects of type {type(obj).__name__} in the sandbox")
+
+
+def _guarded_getitem(obj: Any, key: Any) -> Any:
+    return obj[key]
+
+
+def _apply(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return func(*args, **kwargs)
+
+
+_INPLACE_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+=": operator.iadd,
+    "-=": operator.isub,
+    "*=": operator.imul,
+    "/=": operator.itruediv,
+    "//=": operator.ifloordiv,
+    "%=": operator.imod,
+    "**=": operator.ipow,
+    "<<=": operator.ilshift,
+    ">>=": operator.irshift,
+    "&=": operator.iand,
+    "|=": operator.ior,
+    "^=": operator.ixor,
+    "@=": operator.imatmul,
+}
+
+
+def _inplacevar(op: str, x: Any, y: Any) -> Any:
+    fn = _INPLACE_OPS.get(op)
+    if fn is None:
+        raise SyntaxError(f"unsupported augmented assignment {op}")
+    return fn(x, y)
+
+
+def _aug_item(obj: Any, key: Any, op: str, value: Any) -> None:
+    """`obj[key] op= value` (RestrictedPython refuses it; counting words needs it)."""
+    target = _guarded_write(obj)
+    target[key] = _inplacevar(op, obj[key], value)
+
+
+def _aug_attr(obj: Any, name: str, op: str, value: Any) -> None:
+    """`obj.name op= value`, with the same checks as a read and a write of the attribute."""
+    current = guarded_getattr(obj, name)
+    setattr(_guarded_write(obj), name, _inplacevar(op, current, value))
+
+
+class _Policy(RestrictingNodeTransformer):
+    """RestrictedPython's checks, plus augmented assignment to items and attributes."""
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> Any:
+        target = node.target
+        op = ast.Constant(IOPERATOR_TO_STR[type(node.op)])
+        if isinstance(target, ast.Subscript) and not isinstance(target.slice, ast.Slice):
+            args = [self.visit(target.value), self.visit(target.slice), op, self.visit(node.value)]
+            helper = "_aug_item_"
+        elif isinstance(target, ast.Attribute):
+            if target.attr.startswith("_") or target.attr in BLOCKED_ATTRIBUTES:
+                self.error(node, f'"{target.attr}" is not an attribute the sandbox may change')
+                return node
+            attr = ast.Constant(target.attr)
+            args = [self.visit(target.value), attr, op, self.visit(node.value)]
+            helper = "_aug_attr_"
+        else:
+            return super().visit_AugAssign(node)
+        call = ast.Call(func=ast.Name(helper, ast.Load()), args=args, keywords=[])
+        new_node = ast.Expr(value=call)
+        ast.copy_location(new_node, node)
+        return ast.fix_missing_locations(new_node)
+
+
+class _SafeFormatter(string.Formatter):
+    """str.format with field lookups routed through the attribute guard.
+
+    '{0.__class__}'.format(x) performs attribute access in C, out of RestrictedPython's
+    sight; resolving each field part ourselves keeps the guard in the loop.
+    """
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        first, rest = _split_field(field_name)
+        obj = self.get_value(first, args, kwargs)
+        for is_attr, key in rest:
+            obj = guarded_getattr(obj, key) if is_attr else obj[key]
+        return obj, first
+
+
+def _split_field(field_name: str) -> tuple[Any, Iterable[tuple[bool, Any]]]:
+    # The same C helper string.Formatter uses; the module is never visible to sandboxed code.
+    return _string.formatter_field_name_split(field_name)
+
+
+_FORMATTER = _SafeFormatter()
+
+
+def _bound_format(template: str, name: str) -> Callable[..., str]:
+    if name == "format":
+
+        def format(*args: Any, **kwargs: Any) -> str:
+            return _FORMATTER.vformat(template, args, kwargs)
+
+        return format
+
+    def format_map(mapping: Any) -> str:
+        return _FORMATTER.vformat(template, (), mapping)
+
+    return format_map
+
+
+def _unbound_format(name: str) -> Callable[..., str]:
+    def unbound(template: str, *args: Any, **kwargs: Any) -> str:
+        if not isinstance(template, str):
+            raise TypeError("str.format needs a str")
+        return _bound_format(template, name)(*args, **kwargs)
+
+    return unbound
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers offered to sandboxed code (plain functions returning plain data)
+# ---------------------------------------------------------------------------------------------
+
+_FLAG_LETTERS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+
+
+def _compile_pattern(pattern: Any, flags: Any) -> re.Pattern[str]:
+    if not isinstance(pattern, str):
+        raise TypeError("regex pattern must be a str")
+    if len(pattern) > MAX_REGEX_PATTERN_CHARS:
+        raise ValueError(f"regex pattern longer than {MAX_REGEX_PATTERN_CHARS} chars")
+    value = 0
+    if isinstance(flags, str):
+        for letter in flags.lower():
+            if letter not in _FLAG_LETTERS:
+                raise ValueError(f"unknown regex flag {letter!r}; use letters from 'imsx'")
+            value |= _FLAG_LETTERS[letter]
+    elif isinstance(flags, int) and not isinstance(flags, bool):
+        value = flags & (re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE)
+    else:
+        raise TypeError("flags must be a str of letters from 'imsx' (e.g. 'i') or an int")
+    try:
+        return re.compile(pattern, value)
+    except re.error as exc:
+        raise ValueError(f"bad regex: {exc}") from None
+
+
+def _text(value: Any, what: str = "text") -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}")
+    return value
+
+
+def _match_tuple(m: re.Match[str]) -> tuple[int, int, str, tuple[Any, ...]]:
+    return (m.start(), m.end(), m.group(0), m.groups())
+
+
+def re_search(pattern: str, text: str, flags: Any = 0) -> tuple[Any, ...] | None:
+    """First match as (start, end, matched_text, groups) or None."""
+    m = _compile_pattern(pattern, flags).search(_text(text))
+    return None if m is None else _match_tuple(m)
+
+
+def re_match(pattern: str, text: str, flags: Any = 0) -> tuple[Any, ...] | None:
+    """Match at the start of text as (start, end, matched_text, groups) or None."""
+    m = _compile_pattern(pattern, flags).match(_text(text))
+    return None if m is None else _match_tuple(m)
+
+
+def re_findall(pattern: str, text: str, flags: Any = 0) -> list[Any]:
+    """Like re.findall: list of strings, or of tuples when the pattern has several groups."""
+    return _compile_pattern(pattern, flags).findall(_text(text))
+
+
+def re_finditer(pattern: str, text: str, flags: Any = 0) -> list[tuple[Any, ...]]:
+    """All matches as a list of (start, end, matched_text, groups)."""
+    out = []
+    for m in _compile_pattern(pattern, flags).finditer(_text(text)):
+        out.append(_match_tuple(m))
+        if len(out) >= MAX_REGEX_RESULTS:
+            break
+    return out
+
+
+def re_count(pattern: str, text: str, flags: Any = 0) -> int:
+    """Number of non-overlapping matches."""
+    return len(_compile_pattern(pattern, flags).findall(_text(text)))
+
+
+def re_split(pattern: str, text: str, maxsplit: int = 0, flags: Any = 0) -> list[Any]:
+    """Like re.split."""
+    return _compile_pattern(pattern, flags).split(_text(text), maxsplit=int(maxsplit))
+
+
+def re_sub(pattern: str, repl: str, text: str, count: int = 0, flags: Any = 0) -> str:
+    """Like re.sub with a string replacement (callables are refused: they would see Match)."""
+    if not isinstance(repl, str):
+        raise TypeError("re_sub replacement must be a str (group refs like \\1 work)")
+    try:
+        return _compile_pattern(pattern, flags).sub(repl, _text(text), count=int(count))
+    except re.error as exc:
+        raise ValueError(f"bad replacement: {exc}") from None
+
+
+def re_escape(text: str) -> str:
+    """Escape text for use inside a pattern."""
+    return re.escape(_text(text))
+
+
+def to_json(obj: Any, indent: Any = None) -> str:
+    """JSON text of plain data (dict/list/str/int/float/bool/None); other objects via str()."""
+    if indent is not None and not isinstance(indent, int):
+        raise TypeError("indent must be an int or None")
+    return json.dumps(obj, ensure_ascii=False, indent=indent, default=str)
+
+
+def from_json(text: str) -> Any:
+    """Parse JSON text into plain data."""
+    return json.loads(_text(text))
+
+
+def _safe_map(func: Callable[..., Any], *iterables: Iterable[Any]) -> list[Any]:
+    return list(map(func, *iterables))
+
+
+def _safe_filter(func: Callable[[Any], Any] | None, iterable: Iterable[Any]) -> list[Any]:
+    return list(filter(func, iterable))
+
+
+def _counter(iterable: Iterable[Any] = ()) -> dict[Any, int]:
+    """Counts as a plain dict, most common first."""
+    return dict(collections.Counter(iterable).most_common())
+
+
+def _most_common(iterable: Iterable[Any], n: int = 10) -> list[tuple[Any, int]]:
+    return collections.Counter(iterable).most_common(int(n))
+
+
+_PLAIN_NAMES = [
+    "abs",
+    "all",
+    "any",
+    "ascii",
+    "bin",
+    "bool",
+    "callable",
+    "chr",
+    "dict",
+    "divmod",
+    "enumerate",
+    "float",
+    "frozenset",
+    "hash",
+    "hex",
+    "int",
+    "isinstance",
+    "issubclass",
+    "iter",
+    "len",
+    "list",
+    "max",
+    "min",
+    "next",
+    "oct",
+    "ord",
+    "pow",
+    "range",
+    "repr",
+    "reversed",
+    "round",
+    "set",
+    "slice",
+    "sorted",
+    "str",
+    "sum",
+    "tuple",
+    "zip",
+    "ArithmeticError",
+    "AssertionError",
+    "AttributeError",
+    "Exception",
+    "IndexError",
+    "KeyError",
+    "LookupError",
+    "NameError",
+    "NotImplementedError",
+    "OverflowError",
+    "RecursionError",
+    "RuntimeError",
+    "StopIteration",
+    "TypeError",
+    "UnicodeError",
+    "ValueError",
+    "ZeroDivisionError",
+    "MemoryError",
+]
+_PLAIN_BUILTINS: dict[str, Any] = {name: getattr(builtins, name) for name in _PLAIN_NAMES}
+
+HELPER_NAMES = (
+    "re_search",
+    "re_match",
+    "re_findall",
+    "re_finditer",
+    "re_count",
+    "re_split",
+    "re_sub",
+    "re_escape",
+    "to_json",
+    "from_json",
+    "counter",
+    "most_common",
+    "llm",
+)
+
+
+def make_builtins(llm: Callable[[Any, Any], str]) -> dict[str, Any]:
+    """The `__builtins__` mapping of the sandbox: safe builtins plus the text helpers."""
+    b = dict(_PLAIN_BUILTINS)
+    b.update(
+        {
+            "None": None,
+            "True": True,
+            "False": False,
+            "map": _safe_map,
+            "filter": _safe_filter,
+            "TimeoutError": SandboxTimeout,
+            "LLMError": LLMError,
+            "__build_class__": builtins.__build_class__,  # needed for `class` statements
+            "re_search": re_search,
+            "re_match": re_match,
+            "re_findall": re_findall,
+            "re_finditer": re_finditer,
+            "re_count": re_count,
+            "re_split": re_split,
+            "re_sub": re_sub,
+            "re_escape": re_escape,
+            "to_json": to_json,
+            "from_json": from_json,
+            "counter": _counter,
+            "most_common": _most_common,
+            "llm": llm,
+        }
+    )
+    return b
+
+
+def make_globals(document: str, buffer: OutputBuffer, llm: Callable[[Any, Any], str]) -> dict:
+    """Fresh REPL globals holding the document as `doc`."""
+    printer = _PrintTarget(buffer)
+    return {
+        "__builtins__": make_builtins(llm),
+        "__name__": "repl",
+        "__metaclass__": SandboxClass,
+        "_getattr_": guarded_getattr,
+        "_getitem_": _guarded_getitem,
+        "_getiter_": iter,
+        "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
+        "_unpack_sequence_": guarded_unpack_sequence,
+        "_write_": _guarded_write,
+        "_print_": lambda _getattr=None: printer,
+        "_print": printer,  # a trailing print(...) is compiled in eval mode, without the setup
+        "_inplacevar_": _inplacevar,
+        "_apply_": _apply,
+        "_aug_item_": _aug_item,
+        "_aug_attr_": _aug_attr,
+        "doc": document,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Compilation
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Compiled:
+    body: Any  # code object for every statement but a trailing expression
+    tail: Any | None  # code object (eval mode) of a trailing expression, shown like a notebook
+    touches_document: bool
+
+
+class RejectedCode(Exception):
+    """The code does not parse or uses something the language layer forbids."""
+
+
+def _mentions_doc(tree: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == "doc" for n in ast.walk(tree))
+
+
+def compile_cell(source: str) -> Compiled:
+    """Parse once, split off a trailing expression, restricted-compile both parts."""
+    try:
+        tree = ast.parse(source, FILENAME, "exec")
+    except SyntaxError as exc:
+        where = f" (line {exc.lineno})" if exc.lineno else ""
+        raise RejectedCode(f"SyntaxError: {exc.msg}{where}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise RejectedCode(f"SyntaxError: {type(exc).__name__}: {exc}") from None
+    touches = _mentions_doc(tree)
+    tail_expr = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body.pop()
+        tail_expr = ast.Expression(body=last.value)  # type: ignore[attr-defined]
+        ast.copy_location(tail_expr, last)
+    errors: list[str] = []
+    try:
+        body = compile_restricted_exec(tree, FILENAME, policy=_Policy)
+        errors.extend(body.errors)
+        tail = None
+        if tail_expr is not None:
+            tail = compile_restricted_eval(tail_expr, FILENAME, policy=_Policy)
+            errors.extend(tail.errors)
+    except (RecursionError, MemoryError, ValueError, TypeError) as exc:
+        raise RejectedCode(f"{type(exc).__name__}: {exc}") from None
+    if errors:
+        raise RejectedCode("code rejected by the sandbox: " + "; ".join(errors))
+    return Compiled(body.code, None if tail is None else tail.code, touches)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """Model-facing error text: type, message, and the line in the cell when known."""
+    if isinstance(exc, SandboxTimeout):
+        return str(exc) or "TimeoutError: the call ran out of time"
+    name = type(exc).__name__
+    try:
+        message = str(exc)
+    except Exception:  # a hostile __str__; the type name alone is enough
+        message = ""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    text = f"{name}: {message}" if message else name
+    if len(text) > 2000:
+        text = text[:2000] + " [...]"
+    if line is not None:
+        text += f" (line {line})"
+    if isinstance(exc, NameError):
+        missing = getattr(exc, "name", None)
+        if missing in UNAVAILABLE_NAMES:
+            text += (
+                f"; {missing!r} is not available in this sandbox: work on `doc` with str "
+                "methods and the re_*/to_json/llm helpers"
+            )
+    return text
