@@ -1,0 +1,98 @@
+"""Environment arguments, with the names and defaults of the published environment."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+DEFAULT_SYSTEM_PROMPT = (
+    "Solve the math word problem. Think step by step, then give the final answer as a plain "
+    "number inside \\boxed{}, for example \\boxed{42}."
+)
+
+_SPLITS = ("train", "test")
+
+
+@dataclass
+class GSM8KConfig:
+    """Arguments of the gsm8k-multireward environment.
+
+    ``length_threshold_tokens=None`` disables the length reward (it is then always 0.0).
+    ``system_prompt=None`` means no system message; pass ``DEFAULT_SYSTEM_PROMPT`` to use ours.
+    """
+
+    dataset_name: str = "openai/gsm8k"
+    dataset_subset: str = "main"
+    dataset_split: str = "train"
+    system_prompt: str | None = None
+    length_threshold_tokens: int | None = 1024
+    length_reward_weight: float = 1.0
+    chars_per_token: float = 4.0
+    math_verify_max_workers: int = 10
+    math_verify_timeout: float = 5.0
+    num_examples: int | None = None
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first bad argument."""
+        if not isinstance(self.dataset_name, str) or not self.dataset_name.strip():
+            raise ValueError("dataset_name must be a non-empty string (hub id or .jsonl path)")
+        if not isinstance(self.dataset_subset, str) or not self.dataset_subset.strip():
+            raise ValueError("dataset_subset must be a non-empty string, e.g. 'main'")
+        if (
+            not isinstance(self.dataset_split, str)
+            or not self.dataset_split
+            or any(char.isspace() for char in self.dataset_split)
+        ):
+            raise ValueError(
+                f"dataset_split must be a split name such as {_SPLITS}, got {self.dataset_split!r}"
+            )
+        if self.system_prompt is not None and not isinstance(self.system_prompt, str):
+            raise ValueError("system_prompt must be a string or None")
+        if self.length_threshold_tokens is not None and (
+            not _is_int(self.length_threshold_tokens) or self.length_threshold_tokens <= 0
+        ):
+            raise ValueError(
+                "length_threshold_tokens must be a positive integer, or None to disable the "
+                f"length reward; got {self.length_threshold_tokens!r}"
+            )
+        if not _is_finite_number(self.length_reward_weight) or self.length_reward_weight < 0:
+            raise ValueError(
+                f"length_reward_weight must be a finite number >= 0, got "
+                f"{self.length_reward_weight!r}"
+            )
+        if not _is_finite_number(self.chars_per_token) or self.chars_per_token <= 0:
+            raise ValueError(
+                f"chars_per_token must be a finite number > 0, got {self.chars_per_token!r}"
+            )
+        if not _is_int(self.math_verify_max_workers) or self.math_verify_max_workers < 1:
+            raise ValueError(
+                f"math_verify_max_workers must be an integer >= 1, got "
+                f"{self.math_verify_max_workers!r}"
+            )
+        if not _is_finite_number(self.math_verify_timeout) or self.math_verify_timeout <= 0:
+            raise ValueError(
+                f"math_verify_timeout must be a finite number of seconds > 0, got "
+                f"{self.math_verify_timeout!r}"
+            )
+        if self.num_examples is not None and (
+            not _is_int(self.num_examples) or self.num_examples < 1
+        ):
+            raise ValueError(
+                f"num_examples must be a positive integer or None, got {self.num_examples!r}"
+            )
+
+
+def _is_int(value: object) -> bool:
+    # bool is an int subclass; True as a worker count is a bug, not a 1.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_finite_number(value: object) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )
