@@ -1,0 +1,102 @@
+"""Time fathom-rlm document generation and task building.
+
+Usage: uv run python benchmarks/fathom_documents.py [--seeds 7] [--tokens 16000 64000 200000]
+       uv run python benchmarks/fathom_documents.py --baselines 20 --tokens 16000
+
+Reports median / min / max wall time over several seeds for each length (fresh generation, no
+cache), the median CPU time of the process (less sensitive to other work sharing the machine),
+and the time to build questions for one document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from fathom_rlm.documents import (
+    FAMILIES,
+    GENERATOR_VERSION,
+    blind_answer,
+    generate_document,
+    grep_answer,
+    make_tasks,
+    matches_gold,
+    normalize_answer,
+)
+
+
+def _time(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=7, help="documents per length")
+    parser.add_argument("--tokens", type=int, nargs="+", default=[16_000, 64_000, 200_000])
+    parser.add_argument("--questions", type=int, default=10, help="questions per document")
+    parser.add_argument(
+        "--baselines",
+        type=int,
+        default=0,
+        metavar="DOCS",
+        help="instead of timing, score the blind and grep baselines over DOCS documents",
+    )
+    args = parser.parse_args()
+    if args.baselines:
+        for tokens in args.tokens:
+            baselines(args.baselines, tokens)
+        return
+
+    print(f"generator {GENERATOR_VERSION}; {args.seeds} seeds per length (times in ms)")
+    print("| doc_tokens | chars | generate median | min | max | CPU median | make_tasks median |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    generate_document(0, 16_000)  # warm imports
+    for tokens in args.tokens:
+        gen, cpu, build = [], [], []
+        chars = 0
+        for seed in range(1, args.seeds + 1):
+            start, cpu_start = time.perf_counter(), time.process_time()
+            doc = generate_document(seed, tokens)
+            gen.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - cpu_start)
+            chars = len(doc.text)
+            build.append(_time(lambda d=doc: make_tasks(d, args.questions)))
+        print(
+            f"| {tokens:,} | {chars:,} | {statistics.median(gen) * 1e3:.1f} | "
+            f"{min(gen) * 1e3:.1f} | {max(gen) * 1e3:.1f} | {statistics.median(cpu) * 1e3:.1f} | "
+            f"{statistics.median(build) * 1e3:.1f} ({args.questions} q) |"
+        )
+
+
+def baselines(n_docs: int, tokens: int, per_doc: int = 60) -> None:
+    """Accuracy of answering without reading, per family (see the package's baselines module)."""
+    scores: dict[str, list[tuple[bool, bool, str]]] = {f: [] for f in FAMILIES}
+    for seed in range(100, 100 + n_docs):
+        doc = generate_document(seed, tokens)
+        for row in make_tasks(doc, per_doc):
+            q, gold, aliases = row["question"], row["answer"], row["aliases"]
+            scores[row["family"]].append(
+                (
+                    matches_gold(blind_answer(doc, q), gold, aliases),
+                    matches_gold(grep_answer(doc, q), gold, aliases),
+                    normalize_answer(gold),
+                )
+            )
+    print(f"{n_docs} documents of {tokens:,} tokens, {per_doc} questions each")
+    print("| family | depth | n | blind | grep | most common gold |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for family, rows in scores.items():
+        n = len(rows)
+        golds = [g for _, _, g in rows]
+        top = max(golds.count(g) for g in set(golds)) if golds else 0
+        print(
+            f"| {family} | {FAMILIES[family]} | {n} | {sum(b for b, _, _ in rows) / n:.3f} | "
+            f"{sum(g for _, g, _ in rows) / n:.3f} | {top / n:.3f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

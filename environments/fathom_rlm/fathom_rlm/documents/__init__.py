@@ -1,0 +1,60 @@
+"""Deterministic long documents and question families for fathom-rlm.
+
+A seed gives a world (people, places, organisations, objects, and relations that change over
+dated chapters); the world is rendered to narrative text of a chosen length; question families
+read their gold answers from the world and point at the spans that support them.
+
+Typical use::
+
+    rows = build_split("train", 100, doc_tokens=16_000)
+    doc = get_document(rows[0]["seed"], rows[0]["doc_tokens"])
+"""
+
+from .baselines import blind_answer, grep_answer, infer_answer_type
+from .document import (
+    CHARS_PER_TOKEN,
+    GENERATOR_VERSION,
+    Document,
+    generate_document,
+    get_document,
+)
+from .render import Chapter
+from .splits import SPLIT_SEED_BASE, SPLIT_SIZES, build_split, split_seeds
+from .tasks import (
+    DEFAULT_FAMILY_MIX,
+    FAMILIES,
+    Evidence,
+    Task,
+    check_task,
+    make_tasks,
+    matches_gold,
+    normalize_answer,
+    propose_tasks,
+)
+from .world import World
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "DEFAULT_FAMILY_MIX",
+    "FAMILIES",
+    "GENERATOR_VERSION",
+    "SPLIT_SEED_BASE",
+    "SPLIT_SIZES",
+    "Chapter",
+    "Document",
+    "Evidence",
+    "Task",
+    "World",
+    "blind_answer",
+    "build_split",
+    "check_task",
+    "generate_document",
+    "get_document",
+    "grep_answer",
+    "infer_answer_type",
+    "make_tasks",
+    "matches_gold",
+    "normalize_answer",
+    "propose_tasks",
+    "split_seeds",
+]

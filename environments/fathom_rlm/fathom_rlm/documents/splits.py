@@ -1,0 +1,71 @@
+"""Train / eval / held-out question sets with disjoint document seeds.
+
+Each split owns its own seed range, so no document (and no question about it) can appear in two
+splits. Seeds are computable without generating anything (:func:`split_seeds`). The held-out split
+is built only by ``build_split("heldout")``; nothing else in the package touches its seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Literal
+
+from .document import get_document
+from .tasks import make_tasks
+
+Split = Literal["train", "eval", "heldout"]
+SPLIT_SIZES: dict[str, int] = {"train": 1000, "eval": 200, "heldout": 500}
+SPLIT_SEED_BASE: dict[str, int] = {"train": 1_000_000, "eval": 2_000_000, "heldout": 3_000_000}
+SEEDS_PER_SPLIT = 1_000_000  # width of each range; ranges never overlap
+QUESTIONS_PER_DOCUMENT = 10
+
+
+def split_seeds(
+    split: Split, n: int | None = None, questions_per_document: int = QUESTIONS_PER_DOCUMENT
+) -> list[int]:
+    """Document seeds a split of ``n`` questions draws from, in order (no generation)."""
+    if split not in SPLIT_SIZES:
+        raise ValueError(f"unknown split {split!r}; expected one of {sorted(SPLIT_SIZES)}")
+    if questions_per_document < 1:
+        raise ValueError("questions_per_document must be >= 1")
+    n = SPLIT_SIZES[split] if n is None else n
+    count = math.ceil(n / questions_per_document)
+    if count > SEEDS_PER_SPLIT:
+        raise ValueError("split too large for its seed range")
+    base = SPLIT_SEED_BASE[split]
+    return [base + i for i in range(count)]
+
+
+def build_split(
+    split: Split,
+    n: int | None = None,
+    *,
+    doc_tokens: int = 200_000,
+    family_mix: Mapping[str, float] | None = None,
+    questions_per_document: int = QUESTIONS_PER_DOCUMENT,
+) -> list[dict]:
+    """``n`` question rows (default: the split's standard size) of small JSON-safe fields.
+
+    Rows carry ``seed`` and ``doc_tokens``; the document itself is regenerated on demand with
+    :func:`get_document` and never stored in a row.
+    """
+    n = SPLIT_SIZES[split] if n is None else n
+    seeds = split_seeds(split, n, questions_per_document)
+    rows: list[dict] = []
+    base = SPLIT_SEED_BASE[split]
+    next_seed = seeds[-1] + 1 if seeds else base
+    queue = list(seeds)
+    while len(rows) < n:
+        if not queue:
+            # A document gave fewer questions than asked (tiny documents): take the next seed
+            # of this split's own range.
+            if next_seed >= base + SEEDS_PER_SPLIT:
+                raise RuntimeError("seed range exhausted")
+            queue.append(next_seed)
+            next_seed += 1
+        seed = queue.pop(0)
+        doc = get_document(seed, doc_tokens)
+        want = min(questions_per_document, n - len(rows))
+        rows.extend(make_tasks(doc, want, family_mix, rng_seed=seed))
+    return rows[:n]

@@ -1,0 +1,394 @@
+"""The structured world a document is rendered from.
+
+Everything a question can ask is decided here, before any text exists: who lives where and when,
+who owns what, who works for whom. Relations that change keep their full history as
+``(time, value)`` entries, where ``time`` is a float whose integer part is the chapter index, so
+the order of two events in the same chapter is also fixed. Gold answers are read from these
+histories, never from the rendered text.
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+from dataclasses import dataclass, field
+
+from .names import NameGrammar
+
+CHAPTER_TOKENS = 1500  # one chapter fits comfortably inside one ~3K-token sub-call slice
+
+ROLES = (
+    "clerk", "cartographer", "bookkeeper", "courier", "surveyor", "assayer", "glassblower",
+    "cooper", "archivist", "steward", "river pilot", "chandler", "scribe", "engraver", "tanner",
+    "dyer", "mason", "apothecary", "notary", "weighmaster", "boatwright", "ropemaker",
+    "locksmith", "translator",
+)  # fmt: skip
+ORG_KINDS = (
+    "Guild", "Company", "Compact", "League", "Lodge", "Syndicate", "Circle", "Assembly",
+    "Fellowship", "Exchange", "Trading House", "Society",
+)  # fmt: skip
+THINGS = (
+    "Lantern", "Astrolabe", "Chalice", "Compass", "Harp", "Clock", "Sextant", "Mirror", "Seal",
+    "Tapestry", "Globe", "Lute", "Brooch", "Casket", "Spyglass", "Hourglass", "Inkstand",
+    "Censer", "Bell", "Loom", "Chessboard", "Music Box", "Map Case", "Reliquary", "Dagger",
+    "Tankard", "Orrery", "Sundial", "Quill Case", "Hunting Horn",
+)  # fmt: skip
+NICKNAMES = (
+    "the Heron", "the Wren", "the Otter", "the Badger", "the Magpie", "the Kestrel", "the Marten",
+    "the Stoat", "the Finch", "the Crane", "the Lark", "the Weasel", "the Hare", "the Plover",
+    "the Rook", "the Ferret", "the Curlew", "the Linnet", "the Vole", "the Gannet", "the Teal",
+    "the Shrike", "the Osprey", "the Sparrow", "the Owl", "the Fox", "the Moth", "the Pike",
+    "the Eel", "the Lynx", "the Bittern", "the Dormouse",
+)  # fmt: skip
+MONTHS = (
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December",
+)  # fmt: skip
+_ID_LETTERS = "BCDFGHJKLMNPQRSTVWXZ"
+
+
+@dataclass
+class Person:
+    id: int
+    given: str
+    family: str
+    pronoun: str  # "she" or "he"
+    honorific: str  # "Mistress" or "Master"
+    nickname: str | None
+    birth_year: int
+    birthplace: int  # place id
+    permit: str  # ID-like token, unique in the world
+    intro: float  # time of first appearance
+    mentor: int | None = None  # person id
+    residence: list[tuple[float, int]] = field(default_factory=list)  # (time, place id)
+    employment: list[tuple[float, int, str]] = field(default_factory=list)  # (time, org, role)
+    near_miss_of: int | None = None  # person whose family name this one nearly shares
+
+    @property
+    def name(self) -> str:
+        return f"{self.given} {self.family}"
+
+    @property
+    def formal(self) -> str:
+        return f"{self.honorific} {self.family}"
+
+    @property
+    def possessive(self) -> str:
+        return "her" if self.pronoun == "she" else "his"
+
+    @property
+    def objective(self) -> str:
+        return "her" if self.pronoun == "she" else "him"
+
+    def aliases(self) -> list[str]:
+        out = [self.formal, self.given, self.family]
+        if self.nickname:
+            out.append(self.nickname)
+        return out
+
+
+@dataclass
+class Place:
+    id: int
+    name: str
+    weight: float  # popularity as a move destination (a few hubs, many quiet places)
+
+
+@dataclass
+class Organisation:
+    id: int
+    root: str
+    kind: str
+    founder: int  # person id
+    founded_year: int
+    seat: int  # place id
+
+    @property
+    def name(self) -> str:
+        return f"the {self.root} {self.kind}"
+
+    def aliases(self) -> list[str]:
+        return [f"{self.root} {self.kind}", self.root]
+
+
+@dataclass
+class Artefact:
+    id: int
+    root: str
+    thing: str
+    maker: int  # person id
+    mark: str  # registry mark, ID-like, unique in the world
+    intro: float
+    owners: list[tuple[float, int]] = field(default_factory=list)  # (time, person id)
+
+    @property
+    def name(self) -> str:
+        return f"the {self.root} {self.thing}"
+
+    def aliases(self) -> list[str]:
+        return [f"{self.root} {self.thing}"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One assertion the renderer must place in the text, at chapter ``int(time)``.
+
+    ``kind`` names the relation; ``subject`` is the entity id; ``index`` is the position in the
+    subject's history for changing relations (0 = the initial state), else 0.
+    """
+
+    time: float
+    kind: str
+    subject: int
+    index: int = 0
+
+    @property
+    def chapter(self) -> int:
+        return int(self.time)
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (self.kind, self.subject, self.index)
+
+
+@dataclass
+class World:
+    seed: int
+    n_chapters: int
+    start_year: int
+    chapter_dates: list[tuple[int, int]]  # (year, month index 0-11) per chapter
+    people: list[Person]
+    places: list[Place]
+    organisations: list[Organisation]
+    artefacts: list[Artefact]
+    events: list[Event]  # sorted by time
+
+    def date_text(self, chapter: int) -> str:
+        year, month = self.chapter_dates[chapter]
+        return f"{MONTHS[month]} {year}"
+
+    # State queries: "value in force at time t" (last entry with time <= t).
+    @staticmethod
+    def _at(history: list, t: float):
+        times = [h[0] for h in history]
+        i = bisect.bisect_right(times, t) - 1
+        return history[i] if i >= 0 else None
+
+    def residence_at(self, person: int, t: float) -> int | None:
+        entry = self._at(self.people[person].residence, t)
+        return None if entry is None else entry[1]
+
+    def owner_at(self, artefact: int, t: float) -> int | None:
+        entry = self._at(self.artefacts[artefact].owners, t)
+        return None if entry is None else entry[1]
+
+    def employer_at(self, person: int, t: float) -> tuple[int, str] | None:
+        entry = self._at(self.people[person].employment, t)
+        return None if entry is None else (entry[1], entry[2])
+
+
+def _id_token(rng: random.Random, taken: set[str]) -> str:
+    while True:
+        token = (
+            _ID_LETTERS[int(rng.random() * 20)]
+            + _ID_LETTERS[int(rng.random() * 20)]
+            + "-"
+            + str(1000 + int(rng.random() * 9000))
+        )
+        if token not in taken:
+            taken.add(token)
+            return token
+
+
+def _weighted_index(rng: random.Random, cumulative: list[float], exclude: int = -1) -> int:
+    total = cumulative[-1]
+    while True:
+        i = bisect.bisect_right(cumulative, rng.random() * total)
+        i = min(i, len(cumulative) - 1)
+        if i != exclude:
+            return i
+
+
+def cast_sizes(doc_tokens: int) -> tuple[int, int, int, int]:
+    """People, places, organisations, artefacts for a document of ``doc_tokens`` tokens.
+
+    The cast grows with length so that on long documents each name recurs dozens of times
+    without the short documents drowning in needles.
+    """
+    people = 14 + doc_tokens // 2300
+    places = 10 + doc_tokens // 7000
+    orgs = 8 + doc_tokens // 16000
+    artefacts = 8 + doc_tokens // 6000
+    return people, places, orgs, artefacts
+
+
+def build_world(seed: int, doc_tokens: int, rng: random.Random) -> World:
+    n_ch = max(4, round(doc_tokens / CHAPTER_TOKENS))
+    names = NameGrammar(rng)
+    n_people, n_places, n_orgs, n_arts = cast_sizes(doc_tokens)
+    start_year = 1700 + int(rng.random() * 150)
+
+    # Dates: each chapter a month or three after the previous one.
+    dates: list[tuple[int, int]] = []
+    months = int(rng.random() * 12)
+    for _ in range(n_ch):
+        dates.append((start_year + months // 12, months % 12))
+        months += 1 + int(rng.random() * 3)
+
+    places: list[Place] = []
+    for i in range(n_places):
+        near = places[int(rng.random() * len(places))].name if places else None
+        name = names.near_miss(near) if near and rng.random() < 0.15 else None
+        places.append(Place(i, name or names.place_name(), 0.0))
+    # Zipf-like popularity over a random order: a few hubs collect most arrivals.
+    order = list(range(n_places))
+    rng.shuffle(order)
+    for rank, pid in enumerate(order):
+        places[pid].weight = 1.0 / (rank + 1) ** 0.7
+    cum_places: list[float] = []
+    acc = 0.0
+    for p in places:
+        acc += p.weight
+        cum_places.append(acc)
+
+    ids_taken: set[str] = set()
+    nicknames = list(NICKNAMES)
+    rng.shuffle(nicknames)
+    people: list[Person] = []
+    for i in range(n_people):
+        near_of = None
+        family = None
+        if people and rng.random() < 0.15:
+            near_of = int(rng.random() * len(people))
+            family = names.near_miss(people[near_of].family)
+            if family is None:
+                near_of = None
+        she = rng.random() < 0.5
+        nickname = nicknames.pop() if nicknames and rng.random() < 0.35 else None
+        people.append(
+            Person(
+                id=i,
+                given=names.given_name(),
+                family=family or names.family_name(),
+                pronoun="she" if she else "he",
+                honorific="Mistress" if she else "Master",
+                nickname=nickname,
+                birth_year=start_year - 16 - int(rng.random() * 55),
+                birthplace=int(rng.random() * n_places),
+                permit=_id_token(rng, ids_taken),
+                intro=rng.random() * max(1.0, n_ch * 0.3),
+                near_miss_of=near_of,
+            )
+        )
+
+    events: list[Event] = []
+    by_age = sorted(range(n_people), key=lambda j: (people[j].birth_year, j))
+    birth_sorted = [people[j].birth_year for j in by_age]
+    for p in people:
+        # Mentor: someone at least 13 years older, so the story stays plausible.
+        n_elders = bisect.bisect_left(birth_sorted, p.birth_year - 12)
+        if n_elders:
+            p.mentor = by_age[int(rng.random() * n_elders)]
+        home = _weighted_index(rng, cum_places)
+        p.residence.append((p.intro, home))
+        n_moves = 2 + int(rng.random() * 5)
+        times = sorted(p.intro + rng.random() * (n_ch - p.intro) for _ in range(n_moves))
+        for t in times:
+            if t <= p.residence[-1][0]:
+                continue
+            home = _weighted_index(rng, cum_places, exclude=home)
+            p.residence.append((t, home))
+        for k, (t, _) in enumerate(p.residence):
+            events.append(Event(t, "residence", p.id, k))
+        events.append(Event(_later(rng, p.intro, n_ch), "birth", p.id))
+        events.append(Event(_later(rng, p.intro, n_ch), "permit", p.id))
+        if p.mentor is not None:
+            start = max(p.intro, people[p.mentor].intro)
+            events.append(Event(_later(rng, start, n_ch), "mentor", p.id))
+
+    orgs: list[Organisation] = []
+    seniors = sorted(range(n_people), key=lambda j: (people[j].birth_year, j))
+    for i in range(n_orgs):
+        founder = seniors[int(rng.random() * max(1, n_people // 2))]
+        founded = min(start_year - 1, people[founder].birth_year + 20 + int(rng.random() * 25))
+        org = Organisation(
+            id=i,
+            root=names.word(2),
+            kind=ORG_KINDS[int(rng.random() * len(ORG_KINDS))],
+            founder=founder,
+            founded_year=founded,
+            seat=int(rng.random() * n_places),
+        )
+        orgs.append(org)
+        events.append(Event(_later(rng, people[founder].intro, n_ch), "founding", org.id))
+        events.append(Event(rng.random() * n_ch, "seat", org.id))
+
+    for p in people:
+        org = int(rng.random() * n_orgs)
+        p.employment.append((p.intro, org, ROLES[int(rng.random() * len(ROLES))]))
+        n_jobs = 1 + int(rng.random() * 3)
+        times = sorted(p.intro + rng.random() * (n_ch - p.intro) for _ in range(n_jobs))
+        for t in times:
+            if t <= p.employment[-1][0]:
+                continue
+            org = (org + 1 + int(rng.random() * (n_orgs - 1))) % n_orgs
+            p.employment.append((t, org, ROLES[int(rng.random() * len(ROLES))]))
+        for k, (t, _, _) in enumerate(p.employment):
+            events.append(Event(t, "employment", p.id, k))
+
+    arts: list[Artefact] = []
+    intro_order = sorted(range(n_people), key=lambda j: (people[j].intro, j))
+    intro_sorted = [people[j].intro for j in intro_order]
+    for i in range(n_arts):
+        maker = int(rng.random() * n_people)
+        first_owner = int(rng.random() * n_people)
+        t0 = people[first_owner].intro + rng.random() * max(0.5, n_ch * 0.3)
+        t0 = min(t0, n_ch - 0.5)
+        art = Artefact(
+            id=i,
+            root=names.word(2),
+            thing=THINGS[int(rng.random() * len(THINGS))],
+            maker=maker,
+            mark=_id_token(rng, ids_taken),
+            intro=t0,
+        )
+        art.owners.append((t0, first_owner))
+        n_transfers = 1 + int(rng.random() * 4)
+        times = sorted(t0 + rng.random() * (n_ch - t0) for _ in range(n_transfers))
+        owner = first_owner
+        for t in times:
+            if t <= art.owners[-1][0]:
+                continue
+            # Only people already in the story can receive an object.
+            n_present = bisect.bisect_left(intro_sorted, t)
+            if n_present < 2:
+                continue
+            new = intro_order[int(rng.random() * n_present)]
+            if new == owner:
+                continue
+            owner = new
+            art.owners.append((t, owner))
+        arts.append(art)
+        for k, (t, _) in enumerate(art.owners):
+            events.append(Event(t, "owner", art.id, k))
+        events.append(Event(_later(rng, max(t0, people[maker].intro), n_ch), "maker", art.id))
+        events.append(Event(_later(rng, t0, n_ch), "mark", art.id))
+
+    # Ties in time are broken by kind and ids so the order never depends on anything else.
+    events.sort(key=lambda e: (e.time, e.kind, e.subject, e.index))
+    return World(
+        seed=seed,
+        n_chapters=n_ch,
+        start_year=start_year,
+        chapter_dates=dates,
+        people=people,
+        places=places,
+        organisations=orgs,
+        artefacts=arts,
+        events=events,
+    )
+
+
+def _later(rng: random.Random, start: float, n_ch: int) -> float:
+    """A time uniformly between ``start`` and the end of the story."""
+    return start + rng.random() * (n_ch - start)

@@ -1,0 +1,63 @@
+"""Answering without reading must not pay: blind and grep-only baselines stay near chance."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pytest
+from fathom_rlm.documents import (
+    FAMILIES,
+    blind_answer,
+    get_document,
+    grep_answer,
+    make_tasks,
+    matches_gold,
+    normalize_answer,
+)
+
+BLIND_MAX = 0.15
+GREP_MAX = 0.30  # for every family of depth >= 1
+SEEDS = range(200, 210)
+
+
+@pytest.fixture(scope="module")
+def scored():
+    """family -> list of (blind correct, grep correct, normalised gold)."""
+    out = defaultdict(list)
+    for seed in SEEDS:
+        doc = get_document(seed, 16_000)
+        for row in make_tasks(doc, 60):
+            q, gold, aliases = row["question"], row["answer"], row["aliases"]
+            out[row["family"]].append(
+                (
+                    matches_gold(blind_answer(doc, q), gold, aliases),
+                    matches_gold(grep_answer(doc, q), gold, aliases),
+                    normalize_answer(gold),
+                )
+            )
+    return out
+
+
+def _rate(values) -> float:
+    values = list(values)
+    return sum(values) / len(values)
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_blind_most_frequent_entity_is_near_chance(scored, family):
+    rows = scored[family]
+    assert len(rows) >= 40
+    assert _rate(b for b, _, _ in rows) <= BLIND_MAX
+    # Stronger blind guess: the single most common gold answer of the family, as a constant.
+    top = Counter(g for _, _, g in rows).most_common(1)[0][1]
+    assert top / len(rows) <= 0.2
+
+
+@pytest.mark.parametrize("family", [f for f, d in FAMILIES.items() if d >= 1])
+def test_grep_only_does_not_solve_reading_families(scored, family):
+    assert _rate(g for _, g, _ in scored[family]) <= GREP_MAX
+
+
+def test_grep_solves_exact_id(scored):
+    # Depth 0 is meant to be a lookup: the grep baseline is allowed (expected) to do well.
+    assert _rate(g for _, g, _ in scored["exact_id"]) >= 0.5

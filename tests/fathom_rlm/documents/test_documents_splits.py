@@ -1,0 +1,73 @@
+"""Splits: sizes, disjoint seeds, small JSON rows, held-out only on request."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fathom_rlm.documents import SPLIT_SIZES, build_split, get_document, split_seeds
+from fathom_rlm.documents import splits as splits_module
+
+ROW_KEYS = {"question", "answer", "aliases", "seed", "family", "depth", "spans", "doc_tokens"}
+
+
+def test_full_size_split_seeds_are_disjoint():
+    seeds = {s: set(split_seeds(s)) for s in SPLIT_SIZES}
+    assert seeds["train"].isdisjoint(seeds["eval"])
+    assert seeds["train"].isdisjoint(seeds["heldout"])
+    assert seeds["eval"].isdisjoint(seeds["heldout"])
+    # Even at one question per document the ranges stay apart.
+    one = {s: set(split_seeds(s, questions_per_document=1)) for s in SPLIT_SIZES}
+    assert not (one["train"] & one["eval"]) and not (one["eval"] & one["heldout"])
+    assert len(one["train"]) == SPLIT_SIZES["train"]
+
+
+def test_standard_sizes():
+    assert SPLIT_SIZES == {"train": 1000, "eval": 200, "heldout": 500}
+    assert len(split_seeds("train", questions_per_document=10)) == 100
+
+
+def test_small_split_rows(monkeypatch):
+    rows = build_split("eval", 24, doc_tokens=16_000, questions_per_document=8)
+    assert len(rows) == 24
+    assert {r["seed"] for r in rows} == set(split_seeds("eval", 24, 8))
+    for r in rows:
+        assert set(r) == ROW_KEYS
+        assert r["doc_tokens"] == 16_000
+        assert all(isinstance(s, list) and len(s) == 2 for s in r["spans"])
+    blob = json.dumps(rows)
+    assert len(blob) / len(rows) < 1000  # small rows: never the document
+    assert json.loads(blob) == rows
+    doc = get_document(rows[0]["seed"], rows[0]["doc_tokens"])
+    assert doc.text not in blob and doc.text[:2000] not in blob
+    # Rebuilding gives the same rows (regenerated documents, same questions).
+    assert build_split("eval", 24, doc_tokens=16_000, questions_per_document=8) == rows
+
+
+def test_family_mix_is_respected():
+    rows = build_split(
+        "train", 20, doc_tokens=16_000, family_mix={"temporal": 1.0}, questions_per_document=10
+    )
+    assert {r["family"] for r in rows} == {"temporal"}
+
+
+def test_heldout_is_built_only_when_asked(monkeypatch):
+    requested = []
+    real = splits_module.get_document
+
+    def spy(seed, doc_tokens=200_000):
+        requested.append(seed)
+        return real(seed, doc_tokens)
+
+    monkeypatch.setattr(splits_module, "get_document", spy)
+    build_split("train", 10, doc_tokens=16_000, questions_per_document=10)
+    build_split("eval", 10, doc_tokens=16_000, questions_per_document=10)
+    heldout = set(split_seeds("heldout", questions_per_document=1))
+    assert requested and not heldout & set(requested)
+    rows = build_split("heldout", 5, doc_tokens=16_000, questions_per_document=5)
+    assert len(rows) == 5 and rows[0]["seed"] in heldout
+
+
+def test_unknown_split_is_an_error():
+    with pytest.raises(ValueError):
+        split_seeds("test")  # type: ignore[arg-type]
