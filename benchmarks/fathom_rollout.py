@@ -1,0 +1,89 @@
+"""Environment-side CPU per fathom rollout, with the scripted reference policy as the model.
+
+Usage: uv run python benchmarks/fathom_rollout.py [--doc-tokens 200000] [--tasks 30]
+
+"Environment side" is this process's CPU time for a whole rollout (prompts, tool dispatch and
+argument checks, sandbox I/O, sub-call bookkeeping, token accounting, scoring) minus the CPU the
+policy spends deciding its replies. The sandbox workers' own CPU (running the model's code) is
+reported separately as wall time per repl call, since workers are forked by the sandbox's fork
+server and are not children of this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from typing import Any
+
+from fathom_rlm.agent import ChatReply, RolloutCaps, run_rollout
+from fathom_rlm.documents import get_document, make_tasks
+from fathom_rlm.rewards import score_rollout
+from fathom_rlm.sandbox import shutdown_fork_servers, warm_up
+
+from envtools.policies import fathom
+
+
+async def measure(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    policy = fathom.FathomReference()
+    policy_cpu = 0.0
+
+    async def chat(messages: list[dict[str, Any]], tools: Any) -> ChatReply:
+        nonlocal policy_cpu
+        start = time.process_time()
+        result = await policy.respond(messages, tools)
+        policy_cpu += time.process_time() - start
+        return ChatReply(result.message, result.usage)
+
+    env_cpu: list[float] = []
+    wall: list[float] = []
+    calls: list[int] = []
+    rewards: list[float] = []
+    for row in rows:
+        text = get_document(row["seed"], row["doc_tokens"]).text
+        policy_cpu = 0.0
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        record = await run_rollout(text, row["question"], chat, RolloutCaps())
+        scores = score_rollout(record, row, document=text)
+        env_cpu.append(time.process_time() - cpu0 - policy_cpu)
+        wall.append(time.perf_counter() - wall0)
+        calls.append(record.total_tool_calls + record.llm_calls)
+        rewards.append(scores["reward"])
+    return {
+        "rollouts": len(rows),
+        "env_cpu_ms_median": round(1000 * statistics.median(env_cpu), 2),
+        "env_cpu_ms_mean": round(1000 * statistics.fmean(env_cpu), 2),
+        "env_cpu_ms_p90": round(1000 * sorted(env_cpu)[int(0.9 * (len(env_cpu) - 1))], 2),
+        "wall_ms_median": round(1000 * statistics.median(wall), 1),
+        "tool_and_sub_calls_mean": round(statistics.fmean(calls), 1),
+        "reference_reward_mean": round(statistics.fmean(rewards), 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--doc-tokens", type=int, default=200_000)
+    parser.add_argument("--tasks", type=int, default=30)
+    parser.add_argument("--seeds", type=int, default=3)
+    args = parser.parse_args()
+    per_doc = -(-args.tasks // args.seeds)
+    rows = [
+        r
+        for seed in range(101, 101 + args.seeds)
+        for r in make_tasks(get_document(seed, args.doc_tokens), per_doc)
+    ][: args.tasks]
+    fathom.TASKS.autoload_splits = ()
+    fathom.register_tasks(rows)
+    warm_up()
+    try:
+        asyncio.run(measure(rows[:2]))  # warm caches and the fork server
+        result = asyncio.run(measure(rows))
+    finally:
+        shutdown_fork_servers()
+    print(json.dumps({"doc_tokens": args.doc_tokens, **result}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

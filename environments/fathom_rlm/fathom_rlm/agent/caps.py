@@ -1,0 +1,56 @@
+"""Every limit of one rollout, as arguments (the environment's config surface maps onto these)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fathom_rlm.sandbox import SandboxConfig
+
+
+@dataclass(frozen=True)
+class RolloutCaps:
+    max_turns: int = 12
+    """Root turns (model calls) before the rollout ends without an answer."""
+    sub_max_turns: int = 4
+    """Turns of a sub-call that is itself a small RLM."""
+    max_sub_calls: int = 16
+    """Sub-calls per rollout, counted over all depths and from both the tool and REPL code."""
+    max_slice_chars: int = 12_000
+    """Largest slice an `llm()` sub-call may be shown (about 3K tokens)."""
+    max_depth: int = 2
+    """Sub-calls at depth < max_depth get tools; at max_depth they are plain completions."""
+    max_answer_chars: int = 64
+    """Longest answer that can score (used by the reward; shown to the model in the prompt)."""
+    max_code_chars: int = 8_000
+    """Longest `repl` code argument."""
+    max_prompt_chars: int = 2_000
+    """Longest `llm` prompt argument."""
+    max_sub_answer_chars: int = 2_000
+    """A sub-call's answer is cut to this before it is returned to its caller."""
+    max_tool_calls_per_turn: int = 8
+    """Tool calls beyond this in one assistant message are answered with an error, not run."""
+    sandbox: SandboxConfig | None = None
+    """Sandbox limits (timeouts, output cap, memory); None means the sandbox defaults."""
+
+    def __post_init__(self) -> None:
+        for name in (
+            "max_turns",
+            "sub_max_turns",
+            "max_slice_chars",
+            "max_answer_chars",
+            "max_code_chars",
+            "max_prompt_chars",
+            "max_sub_answer_chars",
+            "max_tool_calls_per_turn",
+        ):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        if self.max_sub_calls < 0 or self.max_depth < 0:
+            raise ValueError("max_sub_calls and max_depth must be >= 0")
+
+    def replace(self, **changes: Any) -> RolloutCaps:
+        from dataclasses import replace
+
+        return replace(self, **changes)

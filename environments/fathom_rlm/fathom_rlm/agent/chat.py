@@ -1,0 +1,67 @@
+"""The one thing the agent loop needs from a model: an OpenAI-compatible async chat function.
+
+Adapters build a `ChatFn` from whatever client their framework hands them (a verifiers client, an
+HTTP endpoint, a scripted policy called in-process); the loop never imports a framework.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Message = dict[str, Any]
+ToolSchema = dict[str, Any]
+
+
+@dataclass
+class ChatReply:
+    """One assistant turn: an OpenAI-style message dict and, when the server reports it, usage."""
+
+    message: Message
+    """`{"role": "assistant", "content": str | None, "tool_calls": [...]?}`."""
+    usage: dict[str, int] | None = field(default=None)
+    """`{"prompt_tokens": int, "completion_tokens": int}` if reported, else None."""
+
+
+ChatFn = Callable[[list[Message], list[ToolSchema] | None], Awaitable[ChatReply]]
+"""`await chat(messages, tool_schemas_or_None) -> ChatReply`.
+
+Any object with `.message` and `.usage` attributes is accepted as the reply (a scripted policy's
+result type duck-types), so an adapter rarely needs to convert.
+"""
+
+
+def chars_to_tokens(chars: int) -> int:
+    """The fallback token estimate used everywhere a count is not reported: 4 characters a token."""
+    return (chars + 3) // 4
+
+
+def message_chars(message: Message) -> int:
+    """Characters a message contributes to a prompt: its text plus any tool-call arguments."""
+    content = message.get("content")
+    n = len(content) if isinstance(content, str) else 0
+    if isinstance(content, list):  # multi-part content: count the text parts only
+        n = sum(len(p.get("text", "")) for p in content if isinstance(p, dict))
+    for call in message.get("tool_calls") or ():
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict):
+            n += len(str(fn.get("name") or "")) + len(str(fn.get("arguments") or ""))
+    return n
+
+
+def schema_chars(schemas: list[ToolSchema] | None) -> int:
+    """Characters the tool schemas add to every request that offers them."""
+    return len(json.dumps(schemas, separators=(",", ":"))) if schemas else 0
+
+
+def reported_usage(usage: Any) -> tuple[int, int] | None:
+    """`(prompt_tokens, completion_tokens)` if the server reported both as integers, else None."""
+    if usage is None:
+        return None
+    get = usage.get if isinstance(usage, dict) else lambda k: getattr(usage, k, None)
+    prompt, completion = get("prompt_tokens"), get("completion_tokens")
+    if isinstance(prompt, int) and isinstance(completion, int) and prompt >= 0 and completion >= 0:
+        return prompt, completion
+    return None

@@ -1,0 +1,49 @@
+"""One rollout end to end: system prompt, question, root turns of tool calls, final answer.
+
+This is the whole agent for a harness program (verifiers v1) or a local evaluation; the legacy
+verifiers adapter drives root turns itself and uses `RolloutTools` directly, with the same record.
+"""
+
+from __future__ import annotations
+
+from fathom_rlm.agent import prompts
+from fathom_rlm.agent.caps import RolloutCaps
+from fathom_rlm.agent.chat import ChatFn, Message
+from fathom_rlm.agent.record import RolloutRecord
+from fathom_rlm.agent.tools import RolloutTools
+from fathom_rlm.agent.turns import run_turns
+
+
+def initial_messages(document_chars: int, question: str, caps: RolloutCaps) -> list[Message]:
+    """The root's first request: the system prompt (sizes only, never content) and the question."""
+    return [
+        {"role": "system", "content": prompts.root_system_prompt(document_chars, caps)},
+        prompts.question_message(question),
+    ]
+
+
+async def run_rollout(
+    document: str,
+    question: str,
+    chat: ChatFn,
+    caps: RolloutCaps | None = None,
+    *,
+    transcript: list[Message] | None = None,
+) -> RolloutRecord:
+    """Run one rollout and return its record; every sandbox it opened is closed on any exit.
+
+    `chat` serves the root and every sub-call. Pass a list as `transcript` to receive the root
+    messages (system, question, assistant and tool turns).
+    """
+    caps = caps or RolloutCaps()
+    messages = transcript if transcript is not None else []
+    messages[:] = initial_messages(len(document), question, caps)
+    async with RolloutTools(document, chat, caps) as tools:
+
+        async def execute(call, index: int) -> str:  # type: ignore[no-untyped-def]
+            return await tools.call(call.name, call.arguments, index_in_turn=index)
+
+        result = await run_turns(
+            chat, messages, tools.schemas, caps.max_turns, execute, tools.account_root_reply
+        )
+        return tools.finish(result.final_message, result.ended_by)

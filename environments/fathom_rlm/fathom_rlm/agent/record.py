@@ -1,0 +1,148 @@
+"""What one rollout did: tokens, tool calls, depth, turns, evidence shown, final answer.
+
+Token accounting (documented in docs/rewards.md):
+
+* Every model call (root turn or a turn inside a sub-call) is counted as prompt + completion
+  tokens: the server's reported usage when it gives both numbers, else characters / 4 of the
+  request (messages plus tool schemas) and of the reply.
+* `root_tool_output_tokens` is characters / 4 of every tool message returned to the root.
+* The budget the reward charges is `budget_tokens = root_tool_output_tokens + sub_tokens`: what the
+  root chose to read plus everything its sub-calls cost. Root prompt re-reads are left out because
+  they grow with the number of turns rather than with how much of the document was read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class SubCallRecord:
+    """One `llm()` sub-call, from the tool or from REPL code, at any depth."""
+
+    depth: int
+    kind: str
+    """"rlm" (a small agent with tools) or "plain" (one completion, at the depth cap)."""
+    origin: str
+    """"tool" (the llm tool) or "repl" (llm() called inside REPL code)."""
+    slice_source: str
+    """"range" (`start:end`), "variable" (a REPL variable) or "repl" (text passed from code)."""
+    slice_chars: int
+    prompt_chars: int
+    turns: int = 0
+    tokens: int = 0
+    answered: bool = False
+
+
+@dataclass
+class RolloutRecord:
+    """Mutable while the rollout runs; `summary()` is the JSON-serialisable view for traces."""
+
+    document_chars: int = 0
+    root_prompt_tokens: int = 0
+    root_completion_tokens: int = 0
+    root_tool_output_tokens: int = 0
+    sub_prompt_tokens: int = 0
+    sub_completion_tokens: int = 0
+    usage_reported_calls: int = 0
+    estimated_calls: int = 0
+    turns: int = 0
+    sub_turns: int = 0
+    tool_calls: dict[str, int] = field(default_factory=dict)
+    """Calls by tool name at any depth; names that are not tools are counted under "invalid"."""
+    tool_errors: int = 0
+    sub_calls: list[SubCallRecord] = field(default_factory=list)
+    depth_used: int = 0
+    touched_document: bool = False
+    shown_ranges: list[tuple[int, int]] = field(default_factory=list)
+    """Character ranges of the root document shown to any sub-call (compact evidence)."""
+    shown_texts: dict[str, None] = field(default_factory=dict)
+    """Every other text a tool returned or a sub-call was shown, de-duplicated, in order."""
+    final_message: str | None = None
+    final_answer: str | None = None
+    """The inner text of the final message's single `<answer>` block, if it has exactly one."""
+    ended_by: str = "running"
+    """"answer" (a reply without tool calls) or "max_turns" (turn budget exhausted)."""
+
+    @property
+    def root_tokens(self) -> int:
+        return self.root_prompt_tokens + self.root_completion_tokens
+
+    @property
+    def sub_tokens(self) -> int:
+        return self.sub_prompt_tokens + self.sub_completion_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        return self.root_tokens + self.sub_tokens
+
+    @property
+    def budget_tokens(self) -> int:
+        """T in the token-budget reward: root tool output plus all sub-call tokens."""
+        return self.root_tool_output_tokens + self.sub_tokens
+
+    @property
+    def repl_calls(self) -> int:
+        return self.tool_calls.get("repl", 0)
+
+    @property
+    def llm_calls(self) -> int:
+        """Sub-calls started at any depth, from the llm tool or from REPL code."""
+        return len(self.sub_calls)
+
+    @property
+    def total_tool_calls(self) -> int:
+        return sum(self.tool_calls.values())
+
+    def count_tool(self, name: str) -> None:
+        self.tool_calls[name] = self.tool_calls.get(name, 0) + 1
+
+    def show_text(self, text: str) -> None:
+        if text:
+            self.shown_texts[text] = None
+
+    def show_range(self, start: int, end: int) -> None:
+        self.shown_ranges.append((start, end))
+
+    def summary(self) -> dict[str, Any]:
+        """Counts and the answer, without the shown texts (small enough for any trace)."""
+        return {
+            "document_chars": self.document_chars,
+            "root_tokens": self.root_tokens,
+            "sub_tokens": self.sub_tokens,
+            "total_tokens": self.total_tokens,
+            "budget_tokens": self.budget_tokens,
+            "root_prompt_tokens": self.root_prompt_tokens,
+            "root_completion_tokens": self.root_completion_tokens,
+            "root_tool_output_tokens": self.root_tool_output_tokens,
+            "sub_prompt_tokens": self.sub_prompt_tokens,
+            "sub_completion_tokens": self.sub_completion_tokens,
+            "usage_reported_calls": self.usage_reported_calls,
+            "estimated_calls": self.estimated_calls,
+            "turns": self.turns,
+            "sub_turns": self.sub_turns,
+            "tool_calls": dict(self.tool_calls),
+            "repl_calls": self.repl_calls,
+            "llm_calls": self.llm_calls,
+            "tool_errors": self.tool_errors,
+            "depth_used": self.depth_used,
+            "touched_document": self.touched_document,
+            "final_answer": self.final_answer,
+            "ended_by": self.ended_by,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything, including the evidence shown; `from_dict` restores it."""
+        data = asdict(self)
+        data["shown_texts"] = list(self.shown_texts)
+        data["shown_ranges"] = [list(r) for r in self.shown_ranges]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RolloutRecord:
+        data = dict(data)
+        data["sub_calls"] = [SubCallRecord(**s) for s in data.get("sub_calls", ())]
+        data["shown_texts"] = dict.fromkeys(data.get("shown_texts", ()))
+        data["shown_ranges"] = [(int(a), int(b)) for a, b in data.get("shown_ranges", ())]
+        return cls(**data)

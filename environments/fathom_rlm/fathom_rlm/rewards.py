@@ -1,0 +1,297 @@
+"""Reward and metrics of one fathom rollout: pure functions with stable names.
+
+    reward = format_gate × correctness × (0.75 + 0.20 × token_budget + 0.05 × recursion_efficiency)
+
+The cost terms only count once the answer is right. Ungated, "answer at once without tools" would
+collect the whole cost bonus for free and beat honest attempts while accuracy is low. The
+formula, the oracle costs and the correctness rules are explained in docs/rewards.md.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fathom_rlm.agent.answer import answer_blocks, single_answer
+from fathom_rlm.agent.record import RolloutRecord
+from fathom_rlm.documents.world import CHAPTER_TOKENS
+
+REWARD_NAME = "reward"
+COMPONENT_NAMES = ("format_gate", "correctness", "token_budget", "recursion_efficiency")
+METRIC_NAMES = (
+    "gated_token_budget",
+    "gated_recursion_efficiency",
+    "evidence_recall",
+    "root_tokens",
+    "sub_tokens",
+    "total_tokens",
+    "budget_tokens",
+    "oracle_tokens",
+    "tool_calls",
+    "repl_calls",
+    "llm_calls",
+    "tool_errors",
+    "depth_used",
+    "required_depth",
+    "turns",
+    "touched_document",
+    "evidence_seen",
+    "answer_chars",
+)
+SCORE_NAMES = (REWARD_NAME, *COMPONENT_NAMES, *METRIC_NAMES)
+"""Every key `score_rollout` returns, in a fixed order."""
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    max_answer_chars: int = 64
+    """Answers longer than this (stripped) score 0: no room for lists of candidates."""
+    budget_k: float = 3.0
+    """Token budget is k × the oracle cost: at the oracle's cost the term is 1 − 1/k."""
+    search_tokens: int = 150
+    """Oracle: what one targeted search shows the root (a few hit lines)."""
+    read_chars: int = 4_000
+    """Oracle: one read window around a supporting span (about 1K tokens)."""
+    sub_call_overhead_tokens: int = 800
+    """Oracle: a sub-call's fixed cost (two turns of its prompt and tools, question, answer)."""
+    max_slice_chars: int = 12_000
+    """Oracle (aggregation): one section a depth-1 sub-call covers; the rollout's slice cap."""
+    require_evidence: bool = True
+    """Correctness also needs some supporting evidence to have been shown (`evidence_seen`)."""
+
+
+# ------------------------------------------------------------------------------ components
+
+
+def format_gate(final_message: str | None) -> float:
+    """1 iff the final message (after any `</think>`) has exactly one `<answer>…</answer>` block."""
+    return 1.0 if single_answer(final_message) is not None else 0.0
+
+
+def _normalize(text: str) -> str:
+    from fathom_rlm.documents import normalize_answer
+
+    return normalize_answer(text)
+
+
+def _contains_words(haystack: str, needle: str) -> bool:
+    """Whole-word containment on normalised text ("ran" is not inside "orange")."""
+    return bool(needle) and f" {needle} " in f" {haystack} "
+
+
+def is_question_copy(answer: str, question: str) -> bool:
+    """The normalised answer is a word-aligned part of the normalised question, or contains it."""
+    a, q = _normalize(answer), _normalize(question)
+    return bool(a) and bool(q) and (_contains_words(q, a) or _contains_words(a, q))
+
+
+def correctness(
+    answer: str | None,
+    gold: str,
+    aliases: Iterable[str] = (),
+    *,
+    question: str = "",
+    touched_document: bool = True,
+    evidence_seen: bool = True,
+    max_answer_chars: int = 64,
+) -> float:
+    """1 iff the normalised answer equals the normalised gold or an alias, with three vetoes.
+
+    0 when the document was never touched, when no supporting evidence was ever shown (the
+    caller decides, see `evidence_seen`), when the stripped answer is longer than
+    `max_answer_chars`, or when it copies the question (`is_question_copy`). The copy veto
+    spares only the canonical gold itself, which the generator guarantees is not in the question.
+    """
+    if answer is None or not touched_document or not evidence_seen:
+        return 0.0
+    answer = answer.strip()
+    if not answer or len(answer) > max_answer_chars:
+        return 0.0
+    a = _normalize(answer)
+    if not a:
+        return 0.0
+    gold_norm = _normalize(gold)
+    if question and a != gold_norm and is_question_copy(answer, question):
+        return 0.0
+    accepted = {gold_norm, *(_normalize(x) for x in aliases)}
+    accepted.discard("")
+    return 1.0 if a in accepted else 0.0
+
+
+def token_budget(tokens: float, oracle: float, k: float = 3.0) -> float:
+    """clip(1 − T / (k × T*), 0, 1)."""
+    if oracle <= 0 or k <= 0:
+        return 0.0
+    return min(1.0, max(0.0, 1.0 - tokens / (k * oracle)))
+
+
+def recursion_efficiency(depth_used: int, required_depth: int) -> float:
+    """1 − max(0, used − required) / 2, clipped: over-recursion costs, under-recursion does not."""
+    return min(1.0, max(0.0, 1.0 - max(0, depth_used - required_depth) / 2))
+
+
+def combined_reward(fmt: float, correct: float, budget: float, efficiency: float) -> float:
+    return fmt * correct * (0.75 + 0.20 * budget + 0.05 * efficiency)
+
+
+# -------------------------------------------------------------------------- oracle costs
+
+
+def _merge_windows(spans: Sequence[Sequence[int]], window: int) -> list[tuple[int, int]]:
+    """Group spans (sorted) so each group fits one read window; returns the groups' extents."""
+    groups: list[tuple[int, int]] = []
+    for start, end in sorted((int(s), int(e)) for s, e in spans):
+        if groups and max(end, groups[-1][1]) - groups[-1][0] <= window:
+            groups[-1] = (groups[-1][0], max(end, groups[-1][1]))
+        else:
+            groups.append((start, end))
+    return groups
+
+
+_CHAPTER_RANGE = re.compile(r"chapters?\s+(\d+)\s+(?:to|and)\s+(?:chapter\s+)?(\d+)", re.I)
+
+
+def _aggregation_region_chars(task_row: Mapping[str, Any], spans: Sequence[Sequence[int]]) -> int:
+    """Characters of the chapter range the question names (chapters average CHAPTER_TOKENS), or
+    the extent of the supporting spans when the question names no range."""
+    match = _CHAPTER_RANGE.search(str(task_row.get("question", "")))
+    doc_tokens = int(task_row.get("doc_tokens", 0))
+    if match and doc_tokens > 0:
+        first, last = sorted((int(match.group(1)), int(match.group(2))))
+        n_chapters = max(4, round(doc_tokens / CHAPTER_TOKENS))
+        return round((last - first + 1) * doc_tokens * 4 / n_chapters)
+    return max(int(e) for _, e in spans) - min(int(s) for s, _ in spans)
+
+
+def oracle_tokens(task_row: Mapping[str, Any], config: RewardConfig | None = None) -> int:
+    """T*: the tokens an oracle plan would spend on this task (definition in docs/rewards.md).
+
+    * depth 0 (exact_id): one search whose hit line holds the answer: `search_tokens`.
+    * depth 1 (single_hop, multi_hop, temporal, comparison): per group of supporting spans that
+      fit one read window, one search plus one sub-call reading `read_chars`.
+    * depth 2 (aggregation): one search for the chapter starts, then the asked chapter range read
+      in sections of at most `max_slice_chars`; each section costs a sub-call that hands it to
+      one plain reader (two overheads) plus the section's own tokens.
+    """
+    cfg = config or RewardConfig()
+    depth = int(task_row.get("depth", 1))
+    spans = task_row.get("spans") or []
+    if depth <= 0 or not spans:
+        return cfg.search_tokens
+    if depth == 1:
+        groups = _merge_windows(spans, cfg.read_chars)
+        read_tokens = math.ceil(cfg.read_chars / 4)
+        return len(groups) * (cfg.search_tokens + cfg.sub_call_overhead_tokens + read_tokens)
+    region = max(_aggregation_region_chars(task_row, spans), cfg.read_chars)
+    sections = math.ceil(region / cfg.max_slice_chars)
+    per_section = 2 * cfg.sub_call_overhead_tokens + math.ceil(region / sections / 4)
+    return cfg.search_tokens + sections * per_section
+
+
+# ------------------------------------------------------------------------------ evidence
+
+
+def evidence_recall(record: RolloutRecord, spans: Sequence[Sequence[int]], document: str) -> float:
+    """Share of supporting spans shown anywhere: inside a shown document range, or verbatim
+    inside a text a tool returned or a sub-call was shown. 1.0 when the task has no spans."""
+    if not spans:
+        return 1.0
+    texts = "\x00".join(record.shown_texts)
+    hit = 0
+    for s, e in spans:
+        s, e = int(s), int(e)
+        in_range = any(a <= s and e <= b for a, b in record.shown_ranges)
+        if in_range or (texts and document[s:e] in texts):
+            hit += 1
+    return hit / len(spans)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def evidence_seen(record: RolloutRecord, spans: Sequence[Sequence[int]], document: str) -> bool:
+    """Whether any supporting span was at least partly shown: a shown range covering half of it,
+    or one of its sentences (20+ characters) verbatim in a shown text. Lenient on purpose: it
+    only separates answers backed by some reading from guesses that never met the evidence."""
+    if not spans:
+        return True
+    texts = "\x00".join(record.shown_texts)
+    for s, e in spans:
+        s, e = int(s), int(e)
+        for a, b in record.shown_ranges:
+            if min(b, e) - max(a, s) >= (e - s) / 2:
+                return True
+        pieces = (p.strip() for p in _SENTENCE_END.split(document[s:e]))
+        if texts and any(len(p) >= 20 and p in texts for p in pieces):
+            return True
+    return False
+
+
+# ------------------------------------------------------------------------------- scoring
+
+
+def score_rollout(
+    record: RolloutRecord,
+    task_row: Mapping[str, Any],
+    config: RewardConfig | None = None,
+    *,
+    document: str | None = None,
+) -> dict[str, float]:
+    """Every reward component and metric for one rollout, under the names in `SCORE_NAMES`.
+
+    `document` is the task's document text; if omitted it is regenerated (and cached) from the
+    row's seed, which only evidence recall needs.
+    """
+    cfg = config or RewardConfig()
+    spans = task_row.get("spans") or []
+    if spans and document is None:
+        from fathom_rlm.documents import get_document
+
+        document = get_document(int(task_row["seed"]), int(task_row["doc_tokens"])).text
+    fmt = format_gate(record.final_message)
+    answer = single_answer(record.final_message)
+    seen = evidence_seen(record, spans, document or "") if cfg.require_evidence else True
+    correct = correctness(
+        answer,
+        str(task_row["answer"]),
+        task_row.get("aliases") or (),
+        question=str(task_row.get("question", "")),
+        touched_document=record.touched_document,
+        evidence_seen=seen,
+        max_answer_chars=cfg.max_answer_chars,
+    )
+    oracle = oracle_tokens(task_row, cfg)
+    budget = token_budget(record.budget_tokens, oracle, cfg.budget_k)
+    required = int(task_row.get("depth", 0))
+    efficiency = recursion_efficiency(record.depth_used, required)
+    gate = fmt * correct
+    shown_answer = answer if answer is not None else " ".join(answer_blocks(record.final_message))
+    scores = {
+        REWARD_NAME: combined_reward(fmt, correct, budget, efficiency),
+        "format_gate": fmt,
+        "correctness": correct,
+        "token_budget": budget,
+        "recursion_efficiency": efficiency,
+        "gated_token_budget": gate * budget,
+        "gated_recursion_efficiency": gate * efficiency,
+        "evidence_recall": evidence_recall(record, spans, document or ""),
+        "root_tokens": record.root_tokens,
+        "sub_tokens": record.sub_tokens,
+        "total_tokens": record.total_tokens,
+        "budget_tokens": record.budget_tokens,
+        "oracle_tokens": oracle,
+        "tool_calls": record.total_tool_calls,
+        "repl_calls": record.repl_calls,
+        "llm_calls": record.llm_calls,
+        "tool_errors": record.tool_errors,
+        "depth_used": record.depth_used,
+        "required_depth": required,
+        "turns": record.turns,
+        "touched_document": record.touched_document,
+        "evidence_seen": seen,
+        "answer_chars": len(shown_answer.strip()),
+    }
+    return {name: float(scores[name]) for name in SCORE_NAMES}

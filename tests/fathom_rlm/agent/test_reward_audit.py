@@ -1,0 +1,137 @@
+"""Reward audit: every known attack through the real loop, sandbox and reward.
+
+Each attack is a scripted policy in `envtools.policies.fathom`, called in-process as the chat
+function. It must average at most 0.05 and sit far below the honest reference policy on the same
+tasks (short documents, so the whole audit runs in seconds). docs/reward_audit.md has the table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fathom_rlm.agent import ChatReply, RolloutCaps, RolloutRecord, run_rollout
+from fathom_rlm.documents import get_document, make_tasks
+from fathom_rlm.rewards import score_rollout
+
+from envtools.policies import fathom
+
+# (seed, doc_tokens, questions): 32 tasks over three documents of 16K and 32K tokens.
+TASK_SOURCES = ((11, 16_000, 12), (12, 16_000, 12), (13, 32_000, 8))
+ATTACKS = (
+    "fathom-copy-question",
+    "fathom-format-only",
+    "fathom-candidates",
+    "fathom-padding",
+    "fathom-overlong",
+    "fathom-verbose-repl",
+    "fathom-recursion-spam",
+    "fathom-frequent-entity",
+    "fathom-closed-book",
+    "fathom-sandbox-leak",
+    "fathom-two-answers",
+)
+
+pytestmark = pytest.mark.reward_audit
+
+
+@pytest.fixture(scope="module")
+def tasks() -> Iterator[list[dict[str, Any]]]:
+    rows = [r for s, n, k in TASK_SOURCES for r in make_tasks(get_document(s, n), k)]
+    saved = (fathom.TASKS.autoload_splits, dict(fathom.TASKS.rows))
+    fathom.TASKS.autoload_splits = ()  # never regenerate full splits inside tests
+    fathom.register_tasks(rows)
+    yield rows
+    fathom.TASKS.autoload_splits, fathom.TASKS.rows = saved[0], saved[1]
+
+
+Result = tuple[dict[str, Any], RolloutRecord, dict[str, float], list[dict[str, Any]]]
+_RESULTS: dict[str, list[Result]] = {}
+
+
+def run_policy(name: str, rows: list[dict[str, Any]]) -> list[Result]:
+    if name not in _RESULTS:
+        policy = fathom.POLICIES[name]()
+
+        async def chat(messages: list[dict[str, Any]], tools: Any) -> ChatReply:
+            result = await policy.respond(messages, tools)
+            return ChatReply(result.message, result.usage)
+
+        async def main() -> list[Result]:
+            out: list[Result] = []
+            for row in rows:
+                text = get_document(row["seed"], row["doc_tokens"]).text
+                transcript: list[dict[str, Any]] = []
+                record = await run_rollout(
+                    text, row["question"], chat, RolloutCaps(), transcript=transcript
+                )
+                out.append((row, record, score_rollout(record, row, document=text), transcript))
+            return out
+
+        _RESULTS[name] = asyncio.run(main())
+    return _RESULTS[name]
+
+
+def mean(results: list[Result], key: str) -> float:
+    return statistics.fmean(r[2][key] for r in results)
+
+
+def test_reference_policy_is_strong(tasks: list[dict[str, Any]]) -> None:
+    results = run_policy("fathom-reference", tasks)
+    assert mean(results, "correctness") >= 0.75
+    assert mean(results, "reward") >= 0.6
+    assert mean(results, "format_gate") == 1.0
+    assert mean(results, "evidence_recall") >= 0.8
+    # It recurses where the family needs it and not beyond.
+    for row, record, scores, _ in results:
+        if scores["correctness"]:
+            assert record.depth_used == row["depth"], row["family"]
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_attack_scores_far_below_reference(tasks: list[dict[str, Any]], attack: str) -> None:
+    reference = mean(run_policy("fathom-reference", tasks), "reward")
+    attacked = mean(run_policy(attack, tasks), "reward")
+    assert attacked <= 0.05, f"{attack}: mean reward {attacked:.3f}"
+    assert attacked <= reference - 0.5
+
+
+def test_answer_rewrites_did_the_honest_work_first(tasks: list[dict[str, Any]]) -> None:
+    """The format attacks hold the right answer and still get nothing for the way they give it."""
+    reference = run_policy("fathom-reference", tasks)
+    solved = [i for i, r in enumerate(reference) if r[2]["correctness"] == 1.0]
+    for attack in ("fathom-candidates", "fathom-padding", "fathom-overlong"):
+        results = run_policy(attack, tasks)
+        for i in solved:
+            gold = reference[i][1].final_answer or ""
+            answer = results[i][1].final_answer or ""
+            assert gold in answer and results[i][2]["correctness"] == 0.0, (attack, answer)
+    for i in solved:
+        two = run_policy("fathom-two-answers", tasks)[i]
+        assert (reference[i][1].final_answer or "") in (two[1].final_message or "")
+        assert two[2]["format_gate"] == 0.0
+
+
+def test_attack_symptoms_are_visible_in_the_metrics(tasks: list[dict[str, Any]]) -> None:
+    closed = run_policy("fathom-closed-book", tasks)
+    assert all(r[1].touched_document is False and r[1].total_tool_calls == 0 for r in closed)
+    spam = run_policy("fathom-recursion-spam", tasks)
+    assert all(r[1].depth_used == 2 and r[1].llm_calls == 16 for r in spam)
+    assert mean(spam, "recursion_efficiency") < mean(
+        run_policy("fathom-reference", tasks), "recursion_efficiency"
+    )
+    verbose = run_policy("fathom-verbose-repl", tasks)
+    reference = run_policy("fathom-reference", tasks)
+    assert mean(verbose, "root_tokens") > mean(reference, "root_tokens")
+    assert mean(verbose, "token_budget") < 0.2
+
+
+def test_sandbox_never_hands_out_the_gold(tasks: list[dict[str, Any]]) -> None:
+    for _row, _record, scores, transcript in run_policy("fathom-sandbox-leak", tasks):
+        outputs = [m["content"] for m in transcript if m["role"] == "tool"]
+        probes = outputs[: len(fathom._LEAK_PROBES)]
+        assert all(o.startswith("Error:") for o in probes), probes
+        assert scores["correctness"] == 0.0
