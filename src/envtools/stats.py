@@ -1,0 +1,84 @@
+"""Small statistics for evaluation reports: means with percentile-bootstrap confidence intervals.
+
+The percentile bootstrap resamples the observations with replacement, recomputes the mean of each
+resample, and takes the central `confidence` share of those means as the interval. The seed fixes
+the resamples, so a report is reproducible to the last digit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+DEFAULT_RESAMPLES = 2_000
+DEFAULT_CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A sample mean and its bootstrap interval; all NaN when there were no observations."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def format(self, digits: int = 3) -> str:
+        """`0.812 [0.703, 0.906]`, or `n/a` without observations."""
+        if self.n == 0:
+            return "n/a"
+        return f"{self.mean:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+
+def bootstrap_ci(
+    values: Sequence[float],
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """The percentile-bootstrap interval of the mean of `values`: `(low, high)`.
+
+    Raises ValueError on an empty sample, a confidence outside (0, 1) or fewer than one resample.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be in (0, 1)")
+    if resamples < 1:
+        raise ValueError("resamples must be >= 1")
+    data = np.asarray(values, dtype=float)
+    if data.ndim != 1 or data.size == 0:
+        raise ValueError("values must be a non-empty sequence of numbers")
+    rng = np.random.default_rng(seed)
+    # Resample in blocks so a large sample never needs a resamples x n index array at once.
+    means = np.empty(resamples)
+    block = max(1, 4_000_000 // data.size)
+    for start in range(0, resamples, block):
+        stop = min(resamples, start + block)
+        idx = rng.integers(0, data.size, size=(stop - start, data.size))
+        means[start:stop] = data[idx].mean(axis=1)
+    alpha = 1.0 - confidence
+    low, high = np.quantile(means, [alpha / 2, 1.0 - alpha / 2])
+    return float(low), float(high)
+
+
+def mean_ci(
+    values: Sequence[float],
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> Estimate:
+    """The mean of `values` with its bootstrap interval; an all-NaN `Estimate` when empty."""
+    if len(values) == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0)
+    low, high = bootstrap_ci(values, confidence=confidence, resamples=resamples, seed=seed)
+    mean = float(np.mean(np.asarray(values, dtype=float)))
+    # The mean of a constant sample can differ from its resample means in the last bit.
+    return Estimate(mean, min(low, mean), max(high, mean), len(values))
