@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 
 from fathom_rlm.documents import (
     FAMILIES,
@@ -26,7 +27,7 @@ from fathom_rlm.documents import (
 )
 
 
-def _time(fn) -> float:
+def _time(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
