@@ -12,6 +12,51 @@ uv sync --frozen --all-packages --quiet
 uv run --frozen ruff check .
 uv run --frozen ruff format --check .
 
+# The verifiers support matrix: legacy `load_environment` on 0.2.0 and 0.3.1, v1 Taskset on 0.3.1
+# and 0.4.0. The main venv holds 0.3.1; the other two versions get their own venvs, built from the
+# pinned files in ci/requirements/ (each names the `uv pip compile` command that made it; rerun it
+# when an environment's dependencies change, which `uv pip check` below detects).
+main_python="$(uv run --frozen python -c 'import sys; print(sys.executable)')"
+build_matrix_venv() {
+    local version="$1" venv=".venvs/verifiers-$1"
+    [ -x "$venv/bin/python" ] || uv venv --quiet --python "$main_python" "$venv"
+    uv pip sync --quiet --python "$venv/bin/python" "ci/requirements/verifiers-$version.txt"
+    # The environments only: the scripted policy server runs from the main venv.
+    uv pip install --quiet --python "$venv/bin/python" --no-deps \
+        -e environments/gsm8k_multireward -e environments/fathom_rlm
+    if ! uv pip check --quiet --python "$venv/bin/python"; then
+        echo "error: ci/requirements/verifiers-$version.txt is stale; regenerate it" >&2
+        exit 1
+    fi
+    local var="VERIFIERS_${version//./_}_PYTHON"
+    export "$var=$PWD/$venv/bin/python"
+}
+build_matrix_venv 0.2.0
+build_matrix_venv 0.4.0
+# The v1 `null` harness runs a PEP 723 script through `uv`: resolve its dependencies now, so the
+# tests can run it offline (they set UV_OFFLINE=1). The program's source moved in 0.4.0.
+warm_dir="$(mktemp -d)"
+trap 'rm -rf "$warm_dir"' EXIT
+# Importing verifiers.v1 takes seconds: read both programs at once.
+pids=()
+for python in "$main_python" "$VERIFIERS_0_4_0_PYTHON"; do
+    "$python" -c '
+try:
+    from verifiers.v1.harnesses.utils.launch import CHAT_PROGRAM_SOURCE as source
+except ImportError:
+    from verifiers.v1.harnesses.null.harness import PROGRAM_SOURCE as source
+print(source)' >"$warm_dir/program-${#pids[@]}.py" &
+    pids+=("$!")
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+for program in "$warm_dir"/program-*.py; do
+    uv sync --quiet --no-config --script "$program"
+done
+
+# The matrix tests need `uv` on PATH (the null harness calls it); use the one found above.
+PATH="$(dirname "$(python -c 'import uv; print(uv.find_uv_bin())')"):$PATH"
+export PATH
+
 status=0
 uv run --frozen pytest "$@" || status=$?
 if [ "$status" -eq 5 ]; then

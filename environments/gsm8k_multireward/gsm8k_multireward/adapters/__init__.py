@@ -1,0 +1,8 @@
+"""Thin adapters from the framework-free core to trainer frameworks.
+
+- `legacy`: verifiers' legacy API (0.2.x–0.3.1), `load_environment(**kwargs)`.
+- `v1`: verifiers' v1 API (0.3.x–0.4.x), a `Taskset` plus a local-by-default `Env`.
+
+Each module imports its framework at import time; import the one that matches the installed
+verifiers (the package `__init__` does this for you).
+"""

@@ -1,0 +1,155 @@
+"""verifiers v1 API (0.3.x–0.4.x): a `Taskset` and an `Env` that runs locally by default.
+
+- The environment's arguments are typed fields of the taskset config (`--env.taskset.<field>`,
+  `[...env.taskset]` in TOML). `system_prompt` is v1's own field: a file whose text becomes
+  each task's system prompt.
+- Two rewards, `correct_answer` (weight 1.0) and `length_reward` (weight
+  `length_reward_weight`), land by name in `trace.rewards`; `trace.reward` is their weighted
+  sum, the core's `total_reward`.
+- The scoring settings travel in each task's data, because a served worker rebuilds tasks from
+  their data and the task config alone; for the same reason the length weight is written into
+  the task config (`task.rewards.length_reward.weight`) when the config is validated.
+- `LocalEnv` defaults the agent to the `null` harness (one chat call, no tools) in a local
+  subprocess, so a plain `vf-eval gsm8k-multireward -m <model>` needs no sandbox account.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import verifiers.v1 as vf
+from pydantic import model_validator
+from verifiers.v1.harnesses.null import NullHarnessConfig
+
+from gsm8k_multireward.config import GSM8KConfig
+from gsm8k_multireward.data import load_examples
+from gsm8k_multireward.grading import MathGrader
+from gsm8k_multireward.rewards import CORRECT_ANSWER, LENGTH_REWARD, ascore_completion
+
+_DEFAULTS = GSM8KConfig()
+
+
+class GSM8KMultirewardData(vf.TaskData):
+    """One question (the `prompt`), its gold number, and the settings it is scored with."""
+
+    answer: str
+    length_threshold_tokens: int | None = _DEFAULTS.length_threshold_tokens
+    chars_per_token: float = _DEFAULTS.chars_per_token
+    math_verify_max_workers: int = _DEFAULTS.math_verify_max_workers
+    math_verify_timeout: float = _DEFAULTS.math_verify_timeout
+
+    def scoring_config(self) -> GSM8KConfig:
+        return GSM8KConfig(
+            length_threshold_tokens=self.length_threshold_tokens,
+            chars_per_token=self.chars_per_token,
+            math_verify_max_workers=self.math_verify_max_workers,
+            math_verify_timeout=self.math_verify_timeout,
+        )
+
+
+@cache
+def _grader(max_workers: int, timeout: float) -> MathGrader:
+    # One grader (and worker pool) per process and setting, shared by every task.
+    return MathGrader(max_workers=max_workers, timeout=timeout)
+
+
+class GSM8KMultirewardTask(vf.Task[GSM8KMultirewardData]):
+    async def _scores(self, trace: vf.Trace) -> dict[str, float]:
+        data = self.data
+        usage = trace.usage
+        # An endpoint that reports no usage leaves 0 tokens: fall back to characters then.
+        reported = usage.completion_tokens if usage is not None else 0
+        return await ascore_completion(
+            trace.last_reply,
+            data.answer,
+            _grader(data.math_verify_max_workers, data.math_verify_timeout),
+            data.scoring_config(),
+            reported_tokens=reported if reported > 0 else None,
+        )
+
+    # The two rewards run concurrently, each grading once; the grader's fast path makes
+    # the repeat cheap for plain numbers, and every grading is bounded by its timeout.
+    @vf.reward(weight=1.0)
+    async def correct_answer(self, trace: vf.Trace) -> float:
+        return (await self._scores(trace))[CORRECT_ANSWER]
+
+    @vf.reward(weight=1.0)  # replaced by `length_reward_weight` through the task config
+    async def length_reward(self, trace: vf.Trace) -> float:
+        return (await self._scores(trace))[LENGTH_REWARD]
+
+
+class GSM8KMultirewardTasksetConfig(vf.TasksetConfig):
+    """The environment's arguments; `GSM8KConfig` documents each one."""
+
+    dataset_name: str = _DEFAULTS.dataset_name
+    dataset_subset: str = _DEFAULTS.dataset_subset
+    dataset_split: str = _DEFAULTS.dataset_split
+    length_threshold_tokens: int | None = _DEFAULTS.length_threshold_tokens
+    length_reward_weight: float = _DEFAULTS.length_reward_weight
+    chars_per_token: float = _DEFAULTS.chars_per_token
+    math_verify_max_workers: int = _DEFAULTS.math_verify_max_workers
+    math_verify_timeout: float = _DEFAULTS.math_verify_timeout
+    num_examples: int | None = _DEFAULTS.num_examples
+
+    def core_config(self) -> GSM8KConfig:
+        """The core's config for these arguments (validates them)."""
+        return GSM8KConfig(
+            dataset_name=self.dataset_name,
+            dataset_subset=self.dataset_subset,
+            dataset_split=self.dataset_split,
+            length_threshold_tokens=self.length_threshold_tokens,
+            length_reward_weight=self.length_reward_weight,
+            chars_per_token=self.chars_per_token,
+            math_verify_max_workers=self.math_verify_max_workers,
+            math_verify_timeout=self.math_verify_timeout,
+            num_examples=self.num_examples,
+        )
+
+    @model_validator(mode="after")
+    def _apply_length_reward_weight(self) -> GSM8KMultirewardTasksetConfig:
+        self.core_config()
+        rewards = dict(self.task.rewards)
+        pinned = rewards.get(LENGTH_REWARD)
+        if pinned is not None and pinned.weight not in (None, self.length_reward_weight):
+            raise ValueError(
+                f"task.rewards.{LENGTH_REWARD}.weight={pinned.weight} contradicts "
+                f"length_reward_weight={self.length_reward_weight}; set only length_reward_weight"
+            )
+        base = pinned or vf.RewardFunctionConfig()
+        rewards[LENGTH_REWARD] = base.model_copy(update={"weight": self.length_reward_weight})
+        self.task = self.task.model_copy(update={"rewards": rewards})
+        return self
+
+
+class GSM8KMultirewardTaskset(vf.Taskset[GSM8KMultirewardTask, GSM8KMultirewardTasksetConfig]):
+    def load(self) -> list[GSM8KMultirewardTask]:
+        config = self.config.core_config()
+        settings = {
+            "length_threshold_tokens": config.length_threshold_tokens,
+            "chars_per_token": config.chars_per_token,
+            "math_verify_max_workers": config.math_verify_max_workers,
+            "math_verify_timeout": config.math_verify_timeout,
+        }
+        return [
+            GSM8KMultirewardTask(
+                GSM8KMultirewardData(prompt=row["question"], answer=row["answer"], **settings),
+                self.config.task,
+            )
+            for row in load_examples(config)
+        ]
+
+
+class LocalEnvConfig(vf.SingleAgentEnvConfig):
+    """One agent on the `null` harness in a local subprocess (each can still be overridden
+    with `--env.agent.harness.id` / `--env.agent.runtime.type`)."""
+
+    agent: vf.AgentConfig = vf.AgentConfig(
+        harness=NullHarnessConfig(id="null"), runtime=vf.SubprocessConfig()
+    )
+
+
+class LocalEnv(vf.Env[LocalEnvConfig]):
+    """The single-agent env with local defaults."""
+
+    async def run(self, task: vf.Task, agents: vf.Agents) -> None:
+        await agents.agent.run(task)

@@ -1,0 +1,395 @@
+"""An OpenAI-compatible chat endpoint that answers with scripted policies.
+
+The request's `model` picks the policy by name (see `envtools.policies.registry`). Serves
+`POST /v1/chat/completions` (with `stream: true`, the whole answer arrives as server-sent
+events) and `GET /v1/models` on 127.0.0.1 only. The HTTP/1.1 server is built on the standard
+library's asyncio, so it runs in any venv that has this package. Every connection is its own
+task, so requests are answered concurrently.
+
+    uv run python -m envtools.policy_server --port 0     # first stdout line: the base URL
+
+From Python: `async with serve_policies() as base_url:` or, for synchronous code,
+`with policy_server_in_thread() as base_url:`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+
+from envtools.policies.base import ChatResult, Policy
+from envtools.policies.registry import PolicyFactory, available_policies
+
+HOST = "127.0.0.1"
+MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_HEADERS = 100
+
+
+class HttpError(Exception):
+    """An error answered as an OpenAI-style error object."""
+
+    def __init__(
+        self, status: int, message: str, error_type: str = "invalid_request_error", **extra: Any
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = {"error": {"message": message, "type": error_type, "param": None, **extra}}
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    keep_alive: bool
+
+
+async def _read_request(reader: asyncio.StreamReader) -> Request | None:
+    """One HTTP/1.1 request from the stream; None when the client closed the connection."""
+    line = await reader.readline()
+    if not line:
+        return None
+    try:
+        method, target, version = line.decode("latin-1").split()
+    except ValueError as error:
+        raise HttpError(400, "malformed request line") from error
+    headers: dict[str, str] = {}
+    while True:
+        raw = await reader.readline()
+        if raw in (b"\r\n", b"\n", b""):
+            break
+        if len(headers) >= MAX_HEADERS:
+            raise HttpError(400, "too many headers")
+        name, _, value = raw.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = await _read_chunked(reader)
+    else:
+        try:
+            length = int(headers.get("content-length", "0"))
+        except ValueError as error:
+            raise HttpError(400, "bad Content-Length") from error
+        if length < 0 or length > MAX_BODY_BYTES:
+            raise HttpError(413, "request body too large")
+        body = await reader.readexactly(length)
+    connection = headers.get("connection", "").lower()
+    keep_alive = connection != "close" if version == "HTTP/1.1" else connection == "keep-alive"
+    path = target.split("?", 1)[0].rstrip("/") or "/"
+    return Request(method.upper(), path, headers, body, keep_alive)
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    body = bytearray()
+    while True:
+        size_line = await reader.readline()
+        try:
+            size = int(size_line.split(b";", 1)[0].strip(), 16)
+        except ValueError as error:
+            raise HttpError(400, "malformed chunk size") from error
+        if size == 0:
+            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                pass
+            return bytes(body)
+        if len(body) + size > MAX_BODY_BYTES:
+            raise HttpError(413, "request body too large")
+        body += await reader.readexactly(size)
+        await reader.readline()
+
+
+@dataclass
+class EventStream:
+    """A complete server-sent-event body: a streamed completion, sent in one piece."""
+
+    events: list[dict[str, Any]]
+
+    def encode(self) -> bytes:
+        lines = [f"data: {json.dumps(event)}\n\n" for event in self.events]
+        return ("".join(lines) + "data: [DONE]\n\n").encode()
+
+
+def _encode_response(status: int, payload: Any, keep_alive: bool) -> bytes:
+    if isinstance(payload, EventStream):
+        body, content_type = payload.encode(), "text/event-stream"
+    else:
+        body, content_type = json.dumps(payload).encode(), "application/json"
+    head = (
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
+        f"Content-Type: {content_type}\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
+
+
+def completion_payload(model: str, results: list[ChatResult]) -> dict[str, Any]:
+    """The OpenAI `chat.completion` object for one choice per result."""
+    choices = []
+    prompt_tokens = completion_tokens = 0
+    reports_usage = bool(results) and all(result.usage is not None for result in results)
+    for index, result in enumerate(results):
+        message: dict[str, Any] = {"role": "assistant", "content": result.message.get("content")}
+        tool_calls = [_wire_tool_call(call) for call in result.message.get("tool_calls") or []]
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        choices.append(
+            {
+                "index": index,
+                "message": message,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+                "logprobs": None,
+            }
+        )
+        if result.usage is not None:
+            # Every choice of one request shares the prompt, so it is counted once.
+            prompt_tokens = int(result.usage.get("prompt_tokens", 0))
+            completion_tokens += int(result.usage.get("completion_tokens", 0))
+    payload: dict[str, Any] = {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": choices,
+    }
+    if reports_usage:
+        payload["usage"] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+    return payload
+
+
+def stream_events(payload: dict[str, Any], include_usage: bool) -> EventStream:
+    """A `chat.completion` as the `chat.completion.chunk` events a streaming server sends:
+    per choice, one delta with the whole message and one with the finish reason; then the
+    usage when it was asked for (`stream_options.include_usage`)."""
+    base = {key: payload[key] for key in ("id", "created", "model")}
+    base["object"] = "chat.completion.chunk"
+    events = []
+    for choice in payload["choices"]:
+        delta = dict(choice["message"])
+        if "tool_calls" in delta:
+            delta["tool_calls"] = [
+                {"index": index, **call} for index, call in enumerate(delta["tool_calls"])
+            ]
+        for delta_part, finish in ((delta, None), ({}, choice["finish_reason"])):
+            chunk = {"index": choice["index"], "delta": delta_part, "finish_reason": finish}
+            events.append({**base, "choices": [{**chunk, "logprobs": None}]})
+    if include_usage and "usage" in payload:
+        events.append({**base, "choices": [], "usage": payload["usage"]})
+    return EventStream(events)
+
+
+def _wire_tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call in wire form: an id, type "function", and arguments as a JSON string."""
+    function = call.get("function", call)
+    arguments = function.get("arguments", {})
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments)
+    return {
+        "id": call.get("id") or f"call_{uuid.uuid4().hex[:24]}",
+        "type": "function",
+        "function": {"name": function["name"], "arguments": arguments},
+    }
+
+
+class PolicyServer:
+    """Routes requests to policies; one policy instance per name, made on first use."""
+
+    def __init__(self, policies: Mapping[str, PolicyFactory] | None = None) -> None:
+        self._factories = dict(policies) if policies is not None else available_policies()
+        self._instances: dict[str, Policy] = {}
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def start(self, host: str = HOST, port: int = 0) -> str:
+        """Bind and start serving; returns the base URL (ending in `/v1`)."""
+        self._server = await asyncio.start_server(self._handle_connection, host, port)
+        bound_port = self._server.sockets[0].getsockname()[1]
+        return f"http://{host}:{bound_port}/v1"
+
+    async def close(self) -> None:
+        if self._server is None:
+            return
+        self._server.close()
+        # Idle keep-alive connections would otherwise outlive the server.
+        for writer in list(self._writers):
+            writer.close()
+        await self._server.wait_closed()
+        self._server = None
+
+    def _policy(self, name: Any) -> Policy:
+        if not isinstance(name, str) or name not in self._factories:
+            raise HttpError(
+                404,
+                f"The model `{name}` does not exist. Known: {', '.join(sorted(self._factories))}",
+                code="model_not_found",
+            )
+        if name not in self._instances:
+            self._instances[name] = self._factories[name]()
+        return self._instances[name]
+
+    async def _handle_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self._writers.add(writer)
+        try:
+            while True:
+                try:
+                    request = await _read_request(reader)
+                except HttpError as error:
+                    writer.write(_encode_response(error.status, error.body, keep_alive=False))
+                    await writer.drain()
+                    break
+                if request is None:
+                    break
+                status, payload = await self.dispatch(request)
+                writer.write(_encode_response(status, payload, request.keep_alive))
+                await writer.drain()
+                if not request.keep_alive:
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def dispatch(self, request: Request) -> tuple[int, Any]:
+        """Status and JSON payload for one request."""
+        path = request.path.removeprefix("/v1") or "/"
+        try:
+            if path == "/models":
+                if request.method != "GET":
+                    raise HttpError(405, "use GET /v1/models")
+                return 200, self._models()
+            if path == "/chat/completions":
+                if request.method != "POST":
+                    raise HttpError(405, "use POST /v1/chat/completions")
+                return 200, await self._chat(request.body)
+            raise HttpError(404, f"no route for {request.method} {request.path}")
+        except HttpError as error:
+            return error.status, error.body
+        except ValueError as error:
+            # A policy that cannot answer this request (e.g. a question it has no data for).
+            return 422, HttpError(422, str(error)).body
+        except Exception as error:
+            print(f"policy error: {error!r}", file=sys.stderr)
+            return 500, HttpError(500, f"policy failed: {error!r}", "server_error").body
+
+    def _models(self) -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [
+                {"id": name, "object": "model", "created": 0, "owned_by": "envtools"}
+                for name in sorted(self._factories)
+            ],
+        }
+
+    async def _chat(self, body: bytes) -> dict[str, Any] | EventStream:
+        try:
+            request = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise HttpError(400, f"request body is not valid JSON: {error}") from error
+        if not isinstance(request, dict):
+            raise HttpError(400, "request body must be a JSON object")
+        messages = request.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise HttpError(400, "`messages` must be a list of message objects")
+        tools = request.get("tools") or None
+        policy = self._policy(request.get("model"))
+        n = request.get("n") or 1
+        if not isinstance(n, int) or not 1 <= n <= 128:
+            raise HttpError(400, "`n` must be an integer from 1 to 128")
+        results = [await policy.respond(messages, tools) for _ in range(n)]
+        payload = completion_payload(request["model"], results)
+        if request.get("stream"):
+            options = request.get("stream_options") or {}
+            return stream_events(payload, include_usage=bool(options.get("include_usage")))
+        return payload
+
+
+@contextlib.asynccontextmanager
+async def serve_policies(
+    host: str = HOST, port: int = 0, policies: Mapping[str, PolicyFactory] | None = None
+) -> AsyncIterator[str]:
+    """Serve the scripted policies on the running loop; yields the base URL."""
+    server = PolicyServer(policies)
+    base_url = await server.start(host, port)
+    try:
+        yield base_url
+    finally:
+        await server.close()
+
+
+@contextlib.contextmanager
+def policy_server_in_thread(
+    host: str = HOST, port: int = 0, policies: Mapping[str, PolicyFactory] | None = None
+) -> Iterator[str]:
+    """Serve the scripted policies from a background thread's event loop; yields the base URL."""
+    ready = threading.Event()
+    started: dict[str, Any] = {}
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        started["stop"] = (asyncio.get_running_loop(), stop)
+        try:
+            async with serve_policies(host, port, policies) as base_url:
+                started["url"] = base_url
+                ready.set()
+                await stop.wait()
+        except BaseException as error:
+            started["error"] = error
+            ready.set()
+            raise
+
+    thread = threading.Thread(target=asyncio.run, args=(run(),), daemon=True)
+    thread.start()
+    ready.wait()
+    if "error" in started:
+        thread.join()
+        raise RuntimeError("the policy server failed to start") from started["error"]
+    try:
+        yield started["url"]
+    finally:
+        loop, stop = started["stop"]
+        loop.call_soon_threadsafe(stop.set)
+        thread.join()
+
+
+async def _serve_forever(port: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    async with serve_policies(HOST, port) as base_url:
+        print(base_url, flush=True)
+        await stop.wait()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m envtools.policy_server",
+        description="Serve the scripted policies as an OpenAI-compatible endpoint on 127.0.0.1. "
+        "Prints the base URL on the first line of stdout.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="port to bind (0: any free port)")
+    args = parser.parse_args(argv)
+    asyncio.run(_serve_forever(args.port))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""The v1 adapter in process (verifiers 0.3.1), and how the package exposes both APIs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from gsm8k_multireward import GSM8KConfig, MathGrader, score_completion
+
+FIXTURE = Path(__file__).parent / "fixtures" / "adapters.jsonl"
+
+
+def test_importing_the_package_imports_no_framework() -> None:
+    code = (
+        "import sys, gsm8k_multireward as g; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('verifiers', 'datasets')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_v1_loader_finds_one_taskset_and_one_env() -> None:
+    import gsm8k_multireward
+    from gsm8k_multireward.adapters.v1 import GSM8KMultirewardTaskset, LocalEnv
+    from verifiers.v1.utils.loaders import environment_class, taskset_class
+
+    assert taskset_class("gsm8k-multireward") is GSM8KMultirewardTaskset
+    assert environment_class("gsm8k-multireward") is LocalEnv
+    assert {"GSM8KMultirewardTaskset", "LocalEnv", "GSM8KConfig"} <= set(gsm8k_multireward.__all__)
+
+
+def test_config_fields_mirror_the_core_and_carry_the_weight() -> None:
+    from gsm8k_multireward.adapters.v1 import GSM8KMultirewardTasksetConfig
+
+    core_fields = set(GSM8KConfig.__dataclass_fields__) - {"system_prompt"}
+    assert core_fields <= set(GSM8KMultirewardTasksetConfig.model_fields)
+    config = GSM8KMultirewardTasksetConfig(id="gsm8k-multireward", length_reward_weight=0.25)
+    assert config.task.rewards["length_reward"].weight == 0.25
+    # Validating the dumped config again (as a served worker does) keeps it.
+    again = GSM8KMultirewardTasksetConfig.model_validate(config.model_dump())
+    assert again.task.rewards["length_reward"].weight == 0.25
+    with pytest.raises(ValueError, match="contradicts"):
+        GSM8KMultirewardTasksetConfig(
+            length_reward_weight=0.25, task={"rewards": {"length_reward": {"weight": 2.0}}}
+        )
+    with pytest.raises(ValueError, match="chars_per_token"):
+        GSM8KMultirewardTasksetConfig(chars_per_token=0)
+
+
+def test_tasks_carry_question_gold_and_scoring_settings() -> None:
+    from gsm8k_multireward.adapters.v1 import (
+        GSM8KMultirewardTaskset,
+        GSM8KMultirewardTasksetConfig,
+    )
+
+    config = GSM8KMultirewardTasksetConfig(
+        id="gsm8k-multireward", dataset_name=str(FIXTURE), length_threshold_tokens=300
+    )
+    tasks = list(GSM8KMultirewardTaskset(config))
+    rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    assert [t.data.prompt for t in tasks] == [r["question"] for r in rows]
+    assert tasks[4].data.answer == "1435"
+    assert {t.data.length_threshold_tokens for t in tasks} == {300}
+
+
+@pytest.mark.parametrize(
+    ("reply", "completion_tokens"),
+    [
+        ("<think>ok</think> \\boxed{29}", 12),
+        ("<think>ok</think> \\boxed{29}", 2000),
+        ("<think>" + "x" * 5000 + "</think> \\boxed{29}", None),  # no usage: characters / 4
+        ("\\boxed{30}", 3),
+    ],
+)
+def test_rewards_equal_the_core(
+    grader: MathGrader, reply: str, completion_tokens: int | None
+) -> None:
+    from gsm8k_multireward.adapters.v1 import GSM8KMultirewardData, GSM8KMultirewardTask
+
+    task = GSM8KMultirewardTask(GSM8KMultirewardData(prompt="q", answer="29"))
+    usage = (
+        None if completion_tokens is None else SimpleNamespace(completion_tokens=completion_tokens)
+    )
+    trace = SimpleNamespace(last_reply=reply, usage=usage)
+
+    async def score() -> tuple[float, float]:
+        return await task.correct_answer(trace), await task.length_reward(trace)
+
+    core = score_completion(reply, "29", grader, GSM8KConfig(), completion_tokens)
+    assert asyncio.run(score()) == (core["correct_answer"], core["length_reward"])

@@ -1,0 +1,258 @@
+"""gsm8k-multireward end to end on every cell of the verifiers matrix.
+
+Each test runs the version's own `vf-eval` (or 0.3.1's v1 `eval`) as a subprocess of the
+matching venv against the scripted policy server on loopback, then checks the saved results:
+both reward names are there, each value equals what the core computes for the same completion,
+and the total is correct + weight x length.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gsm8k_multireward import GSM8KConfig, MathGrader, score_completion
+
+from envtools.policies.base import ChatResult
+from envtools.policies.gsm8k import Gsm8kPolicy
+from envtools.policy_server import policy_server_in_thread
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "gsm8k_multireward" / "fixtures" / "adapters.jsonl"
+QUESTIONS = [json.loads(line)["question"] for line in FIXTURE.read_text().splitlines()]
+# The ladder answers the fixture's questions in turn as these policies would.
+LADDER = ["gold", "verbose", "wrong", "noanswer", "gold", "verbose"]
+EXPECTED = {"gold": (1.0, 1.0), "verbose": (1.0, 0.0), "wrong": (0.0, 0.0), "noanswer": (0.0, 0.0)}
+WEIGHT = 0.5
+PRIME_RL_TOML = REPO / "orchestrator_configs" / "prime-rl" / "gsm8k-multireward-grpo.toml"
+
+
+class LadderPolicy:
+    """Every rung of the gsm8k ladder in one model, chosen by the question's fixture row."""
+
+    name = "gsm8k-ladder"
+
+    def __init__(self) -> None:
+        self.rungs = {style: Gsm8kPolicy(style, data_path=FIXTURE) for style in EXPECTED}
+
+    async def respond(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> ChatResult:
+        return await self.rungs[style_of(messages[-1]["content"])].respond(messages, tools)
+
+
+def style_of(question: str) -> str:
+    return LADDER[QUESTIONS.index(question.strip())]
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    policies = {
+        "gsm8k-ladder": LadderPolicy,
+    }
+    with policy_server_in_thread(policies=policies) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def grader() -> Iterator[MathGrader]:
+    with MathGrader(max_workers=2, timeout=5.0) as shared:
+        yield shared
+
+
+def check_scores(
+    rows: list[dict[str, Any]], grader: MathGrader, weight: float, expected_rollouts: int
+) -> None:
+    """`rows`: question, completion, gold, reported tokens, the two scores and the total."""
+    assert len(rows) == expected_rollouts
+    config = GSM8KConfig(length_reward_weight=weight)
+    for row in rows:
+        core = score_completion(
+            row["completion"], row["gold"], grader, config, reported_tokens=row["tokens"]
+        )
+        assert row["correct_answer"] == core["correct_answer"]
+        assert row["length_reward"] == core["length_reward"]
+        assert row["reward"] == pytest.approx(core["reward"])
+        assert row["reward"] == pytest.approx(row["correct_answer"] + weight * row["length_reward"])
+        expected = EXPECTED[style_of(row["question"])]
+        assert (row["correct_answer"], row["length_reward"]) == expected
+
+
+def legacy_rows(output: Path) -> list[dict[str, Any]]:
+    (results,) = output.glob("outputs/evals/*/*/results.jsonl")
+    rows = []
+    for line in results.read_text().splitlines():
+        result = json.loads(line)
+        assert set(result["metrics"]) >= {"correct_answer", "length_reward"}
+        rows.append(
+            {
+                "question": result["prompt"][-1]["content"],
+                "completion": result["completion"][-1]["content"],
+                "gold": result["answer"],
+                "tokens": int(result["token_usage"]["output_tokens"]),
+                "correct_answer": result["metrics"]["correct_answer"],
+                "length_reward": result["metrics"]["length_reward"],
+                "reward": result["reward"],
+            }
+        )
+    return rows
+
+
+def v1_rows(output: Path) -> list[dict[str, Any]]:
+    (traces,) = output.glob("**/traces.jsonl")
+    rows = []
+    for line in traces.read_text().splitlines():
+        episode = json.loads(line)
+        assert episode["ok"], episode["errors"]
+        (trace,) = episode["traces"]
+        assert not trace["errors"], trace["errors"]
+        rewards = trace["rewards"]
+        assert set(rewards) == {"correct_answer", "length_reward"}
+        assert rewards["correct_answer"]["weight"] == 1.0
+        reply = [n["message"] for n in trace["nodes"] if n["message"]["role"] == "assistant"]
+        rows.append(
+            {
+                "question": episode["task"]["data"]["prompt"],
+                "completion": reply[-1]["content"].strip(),
+                "gold": episode["task"]["data"]["answer"],
+                "tokens": sum(call["usage"]["completion_tokens"] for call in trace["calls"]),
+                "correct_answer": rewards["correct_answer"]["score"],
+                "length_reward": rewards["length_reward"]["score"],
+                "reward": sum(r["score"] * r["weight"] for r in rewards.values()),
+                "length_weight": rewards["length_reward"]["weight"],
+            }
+        )
+    assert {row["length_weight"] for row in rows} == {WEIGHT}
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # a vf-eval run takes minutes on a loaded 2-core machine
+@pytest.mark.parametrize("verifiers_version", ["0.2.0", "0.3.1"])
+def test_legacy_vf_eval(
+    verifiers_version: str, matrix: Any, base_url: str, grader: MathGrader, tmp_path: Path
+) -> None:
+    """The README's legacy command (plus `-s` to save), with the ladder as the model."""
+    python = matrix.python(verifiers_version)
+    args = {"length_threshold_tokens": 1024, "dataset_name": str(FIXTURE)}
+    matrix.run(
+        [
+            matrix.script(python, "vf-eval"),
+            "gsm8k-multireward",
+            *("-m", "gsm8k-ladder", "-b", base_url, "-k", "POLICY_API_KEY"),
+            *("-n", "20", "-r", "3", "-t", "1024", "-T", "0.7", "-a", json.dumps(args), "-s"),
+        ],
+        cwd=tmp_path,
+    )
+    # -n 20 takes the whole six-row fixture.
+    check_scores(legacy_rows(tmp_path), grader, 1.0, expected_rollouts=3 * len(QUESTIONS))
+
+
+# The v1 CLI is `eval` in 0.3.1 and `vf-eval` in 0.4.0; `-o` sets the output directory.
+V1_SCRIPTS = {"0.3.1": "eval", "0.4.0": "vf-eval"}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # a vf-eval run takes minutes on a loaded 2-core machine
+@pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
+def test_v1_eval_runs_locally(
+    verifiers_version: str, matrix: Any, base_url: str, grader: MathGrader, tmp_path: Path
+) -> None:
+    python = matrix.python(verifiers_version)
+    matrix.run(
+        [
+            matrix.script(python, V1_SCRIPTS[verifiers_version]),
+            "gsm8k-multireward",
+            *("-m", "gsm8k-ladder", "--client.base-url", base_url),
+            *("--client.api-key-var", "POLICY_API_KEY", "-n", "6", "-r", "1"),
+            *("--env.taskset.dataset-name", FIXTURE),
+            *("--env.taskset.length-reward-weight", str(WEIGHT)),
+            *("--no-push", "-o", tmp_path / "out"),
+        ],
+        cwd=tmp_path,
+    )
+    check_scores(v1_rows(tmp_path / "out"), grader, WEIGHT, expected_rollouts=6)
+
+
+RESOLVE_ENV_BLOCK = """
+import json, sys
+from pydantic import ValidationError
+from verifiers.v1.utils.loaders import environment_class, resolve_env_config
+
+good, bad = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+config = resolve_env_config(good)
+try:
+    resolve_env_config(bad)
+    refused = ""
+except ValidationError as error:
+    refused = str(error)
+print(json.dumps({
+    "env_config": type(config).__name__,
+    "env": environment_class(config.taskset.id).__name__,
+    "taskset_config": type(config.taskset).__name__,
+    "taskset": config.taskset.model_dump(mode="json"),
+    "harness": config.agent.harness.id,
+    "runtime": config.agent.runtime.type,
+    "refused": refused,
+}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # a vf-eval run takes minutes on a loaded 2-core machine
+@pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
+def test_prime_rl_source_resolves_with_verifiers_loader(
+    verifiers_version: str, matrix: Any, tmp_path: Path
+) -> None:
+    config = tomllib.loads(PRIME_RL_TOML.read_text())
+    (source,) = config["orchestrator"]["train"]["source"]
+    assert config["orchestrator"]["group_size"] > 1
+    assert config["orchestrator"]["train"]["sampling"]["max_completion_tokens"] > 0
+    # An argument the taskset does not have must be refused: the loader is strict.
+    bad = {**source["env"], "taskset": {**source["env"]["taskset"], "length_threshold": 5}}
+    python = matrix.python(verifiers_version)
+    argv = [python, "-c", RESOLVE_ENV_BLOCK, json.dumps(source["env"]), json.dumps(bad)]
+    resolved = json.loads(matrix.run(argv, tmp_path).stdout.strip().splitlines()[-1])
+    assert resolved["env_config"] == "LocalEnvConfig" and resolved["env"] == "LocalEnv"
+    assert resolved["taskset_config"] == "GSM8KMultirewardTasksetConfig"
+    assert (resolved["harness"], resolved["runtime"]) == ("null", "subprocess")
+    taskset = resolved["taskset"]
+    for field, value in source["env"]["taskset"].items():
+        assert taskset[field] == value
+    weight = source["env"]["taskset"].get("length_reward_weight", 1.0)
+    assert taskset["task"]["rewards"]["length_reward"]["weight"] == weight
+    assert "length_threshold" in resolved["refused"]
+
+
+PACKAGE_SURFACE = """
+import json
+import gsm8k_multireward as g
+try:
+    g.load_environment(dataset_name=__import__("sys").argv[1], num_examples=1)
+    legacy = "ok"
+except ImportError as error:
+    legacy = str(error)
+print(json.dumps({"all": g.__all__, "legacy": legacy}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("verifiers_version", "has_legacy", "has_v1"),
+    [("0.2.0", True, False), ("0.4.0", False, True)],
+)
+def test_each_version_sees_only_the_api_it_has(
+    verifiers_version: str, has_legacy: bool, has_v1: bool, matrix: Any, tmp_path: Path
+) -> None:
+    python = matrix.python(verifiers_version)
+    result = matrix.run([python, "-c", PACKAGE_SURFACE, FIXTURE], tmp_path)
+    surface = json.loads(result.stdout.strip().splitlines()[-1])
+    assert ("GSM8KMultirewardTaskset" in surface["all"]) is has_v1
+    assert ("LocalEnv" in surface["all"]) is has_v1
+    if has_legacy:
+        assert surface["legacy"] == "ok"
+    else:
+        assert "legacy verifiers API" in surface["legacy"]
