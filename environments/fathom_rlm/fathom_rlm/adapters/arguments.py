@@ -1,0 +1,68 @@
+"""The environment's arguments, shared by both adapters: which rows to serve and the rollout caps.
+
+Legacy `-a '{...}'` kwargs and v1 `--env.taskset.<field>` flags map onto the same names, with the
+defaults taken from the core (`RolloutCaps`), so both APIs run the same environment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from fathom_rlm.agent import RolloutCaps
+
+_CAPS = RolloutCaps()
+
+CAP_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(RolloutCaps) if isinstance(getattr(_CAPS, f.name), int)
+)
+"""The integer caps of `RolloutCaps` that are environment arguments (the sandbox config is not)."""
+
+
+@dataclass(frozen=True)
+class FathomArguments:
+    """Everything `vf-eval -a` (legacy) or `--env.taskset.*` (v1) can set."""
+
+    split: str = "eval"
+    """"train", "eval" or "heldout" (the held-out split is built only when named)."""
+    num_examples: int | None = None
+    """Rows served from the split; None serves the whole split."""
+    doc_tokens: int = 200_000
+    """Document length in tokens (characters / 4); lower it for a curriculum or a quick run."""
+    family_mix: dict[str, float] | None = None
+    """Relative weights of the task families; None uses the split's default mix."""
+    sub_max_completion_tokens: int | None = None
+    """Completion-token cap sent with every sub-call; None leaves the run's sampling as it is."""
+    max_turns: int = _CAPS.max_turns
+    sub_max_turns: int = _CAPS.sub_max_turns
+    max_sub_calls: int = _CAPS.max_sub_calls
+    max_slice_chars: int = _CAPS.max_slice_chars
+    max_depth: int = _CAPS.max_depth
+    max_answer_chars: int = _CAPS.max_answer_chars
+    max_code_chars: int = _CAPS.max_code_chars
+    max_prompt_chars: int = _CAPS.max_prompt_chars
+    max_sub_answer_chars: int = _CAPS.max_sub_answer_chars
+    max_tool_calls_per_turn: int = _CAPS.max_tool_calls_per_turn
+
+    def __post_init__(self) -> None:
+        self.caps()  # fail at load time, not inside the first rollout
+
+    @classmethod
+    def from_kwargs(cls, kwargs: dict[str, Any]) -> FathomArguments:
+        """Build from loose kwargs, naming every unknown argument in the error."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise TypeError(
+                f"fathom-rlm got unknown arguments {unknown}; it accepts {sorted(known)}"
+            )
+        return cls(**kwargs)
+
+    def caps(self) -> RolloutCaps:
+        return RolloutCaps(**{name: getattr(self, name) for name in CAP_FIELDS})
+
+    def caps_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in CAP_FIELDS}
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

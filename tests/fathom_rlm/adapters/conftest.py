@@ -1,0 +1,189 @@
+"""Fixtures for the fathom-rlm adapter tests: the verifiers matrix, the scripted policy server,
+a leak-watching runner for CLI subprocesses, and the in-process replay the scores are checked
+against.
+
+Matrix cells: legacy on verifiers 0.2.0 and 0.3.1, v1 on 0.3.1 and 0.4.0. The main venv holds
+0.3.1; scripts/test.sh exports the other interpreters as VERIFIERS_0_2_0_PYTHON and
+VERIFIERS_0_4_0_PYTHON. A missing one fails the test under CI=true and skips it elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MAIN_VERIFIERS = "0.3.1"
+API_KEY_VAR = "FATHOM_TEST_KEY"
+DOC_TOKENS = 16_000  # small documents keep the end-to-end runs quick
+
+# Runs a command as a child subreaper: whatever the command leaves running (a sandbox fork
+# server, a worker) is re-parented to this wrapper instead of init, so it can be listed and
+# stopped by PID once the command has exited.
+_REAPER = r"""
+import ctypes, json, os, signal, subprocess, sys, time
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+code = subprocess.call(sys.argv[2:])
+def children():
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{entry}/stat").read()
+            cmd = open(f"/proc/{entry}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            out[int(entry)] = cmd
+    return out
+deadline = time.monotonic() + 5.0  # a fork server exits on EOF; give it a moment
+while children() and time.monotonic() < deadline:
+    time.sleep(0.1)
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+left = children()
+for pid in left:
+    os.kill(pid, signal.SIGKILL)
+json.dump({"returncode": code, "left_running": list(left.values())}, open(sys.argv[1], "w"))
+"""
+
+
+def matrix_python(verifiers_version: str) -> Path:
+    """The interpreter that has `verifiers_version` installed (skip or fail if there is none)."""
+    if verifiers_version == MAIN_VERIFIERS:
+        assert version("verifiers") == MAIN_VERIFIERS, "the main venv must pin verifiers 0.3.1"
+        return Path(sys.executable)
+    variable = f"VERIFIERS_{verifiers_version.replace('.', '_')}_PYTHON"
+    value = os.environ.get(variable)
+    if value and Path(value).is_file():
+        return Path(value)
+    reason = (
+        f"${variable} is not set (scripts/test.sh builds the verifiers {verifiers_version} venv)"
+    )
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def subprocess_env(tmp_dir: Path) -> dict[str, str]:
+    """A clean environment: no API keys, no hub access, temp files under `tmp_dir`."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if "API_KEY" not in k and not k.startswith("VIRTUAL_ENV")
+    }
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    env.update(
+        {
+            API_KEY_VAR: "scripted",
+            "TMPDIR": str(tmp_dir),
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "UV_OFFLINE": "1",
+            "NO_COLOR": "1",
+        }
+    )
+    return env
+
+
+@dataclass
+class CliRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    left_running: list[str]
+    leftover_tmp: list[str]
+
+
+def run_cli(argv: list[str], cwd: Path, timeout: float = 900) -> CliRun:
+    """Run a CLI under the subreaper wrapper; report what it left running or in its TMPDIR."""
+    tmp_dir = cwd / "tmp"
+    report = cwd / "reaper.json"
+    result = subprocess.run(
+        [sys.executable, "-c", _REAPER, str(report), *argv],
+        cwd=cwd,
+        env=subprocess_env(tmp_dir),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    outcome: dict[str, Any] = json.loads(report.read_text())
+    return CliRun(
+        outcome["returncode"],
+        result.stdout,
+        result.stderr,
+        outcome["left_running"],
+        sorted(p.name for p in tmp_dir.iterdir()),
+    )
+
+
+@pytest.fixture(scope="session")
+def eval_rows() -> list[dict[str, Any]]:
+    """The rows the CLIs are asked for (`num_examples=3` at the test length); a split's rows
+    depend on its size, so the runs pass `num_examples` rather than relying on `-n`."""
+    from fathom_rlm.documents import build_split
+
+    return build_split("eval", 3, doc_tokens=DOC_TOKENS)
+
+
+@pytest.fixture(scope="session")
+def policy_url(eval_rows: list[dict[str, Any]]) -> Any:
+    """The scripted policy server on loopback, knowing the test rows (their length is not the
+    default one it would regenerate by itself)."""
+    from envtools.policies.fathom import register_tasks
+    from envtools.policy_server import policy_server_in_thread
+
+    register_tasks(eval_rows)
+    with policy_server_in_thread() as url:
+        yield url
+
+
+def replay_scores(row: dict[str, Any], policy: str, **arguments: Any) -> dict[str, float]:
+    """The same rollout run by the core alone (its own loop, the policy called in-process),
+    scored by the core: what every adapter must report for this row."""
+    from fathom_rlm.adapters.arguments import FathomArguments
+    from fathom_rlm.adapters.scoring import load_document, score
+    from fathom_rlm.agent import run_rollout
+    from fathom_rlm.sandbox import shutdown_fork_servers
+
+    from envtools.policies.registry import get_policy
+
+    args = FathomArguments(doc_tokens=DOC_TOKENS, **arguments)
+    scripted = get_policy(policy)
+
+    async def chat(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
+        return await scripted.respond(messages, tools)
+
+    try:
+        record = asyncio.run(run_rollout(load_document(row), row["question"], chat, args.caps()))
+    finally:
+        shutdown_fork_servers()
+    return score(record, row, args)
+
+
+class AdapterKit:
+    """What the adapter tests need, handed out by the `kit` fixture."""
+
+    doc_tokens = DOC_TOKENS
+    api_key_var = API_KEY_VAR
+    python = staticmethod(matrix_python)
+    run_cli = staticmethod(run_cli)
+    replay_scores = staticmethod(replay_scores)
+
+
+@pytest.fixture
+def kit() -> type[AdapterKit]:
+    return AdapterKit
