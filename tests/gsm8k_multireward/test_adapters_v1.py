@@ -10,7 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from gsm8k_multireward import GSM8KConfig, MathGrader, score_completion
+from gsm8k_multireward import DEFAULT_SYSTEM_PROMPT, GSM8KConfig, MathGrader, score_completion
 
 FIXTURE = Path(__file__).parent / "fixtures" / "adapters.jsonl"
 
@@ -66,6 +66,7 @@ def test_tasks_carry_question_gold_and_scoring_settings() -> None:
     assert [t.data.prompt for t in tasks] == [r["question"] for r in rows]
     assert tasks[4].data.answer == "1435"
     assert {t.data.length_threshold_tokens for t in tasks} == {300}
+    assert {t.data.system_prompt for t in tasks} == {DEFAULT_SYSTEM_PROMPT}
 
 
 @pytest.mark.parametrize(

@@ -59,8 +59,13 @@ def test_bad_rows(fixtures_dir: Path, name: str, message: str) -> None:
 
 
 def test_build_prompt() -> None:
-    assert build_prompt("What is 2 + 2?", None) == [{"role": "user", "content": "What is 2 + 2?"}]
-    messages = build_prompt("What is 2 + 2?", DEFAULT_SYSTEM_PROMPT)
-    assert messages[0] == {"role": "system", "content": DEFAULT_SYSTEM_PROMPT}
-    assert messages[1]["role"] == "user"
+    # None asks for the boxed answer the grader reads; "" sends no system message at all.
+    assert build_prompt("What is 2 + 2?", None) == [
+        {"role": "system", "content": DEFAULT_SYSTEM_PROMPT},
+        {"role": "user", "content": "What is 2 + 2?"},
+    ]
     assert "\\boxed{}" in DEFAULT_SYSTEM_PROMPT
+    assert build_prompt("What is 2 + 2?", "") == [{"role": "user", "content": "What is 2 + 2?"}]
+    messages = build_prompt("What is 2 + 2?", "Be brief.")
+    assert messages[0] == {"role": "system", "content": "Be brief."}
+    assert messages[1] == {"role": "user", "content": "What is 2 + 2?"}

@@ -18,7 +18,8 @@ class GSM8KConfig:
     """Arguments of the gsm8k-multireward environment.
 
     ``length_threshold_tokens=None`` disables the length reward (it is then always 0.0).
-    ``system_prompt=None`` means no system message; pass ``DEFAULT_SYSTEM_PROMPT`` to use ours.
+    ``system_prompt=None`` sends ``DEFAULT_SYSTEM_PROMPT`` (it asks for the answer in ``\\boxed{}``,
+    which is what the grader reads); an empty string sends no system message.
     """
 
     dataset_name: str = "openai/gsm8k"

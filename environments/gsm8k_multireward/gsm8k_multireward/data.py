@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gsm8k_multireward.config import GSM8KConfig
+from gsm8k_multireward.config import DEFAULT_SYSTEM_PROMPT, GSM8KConfig
 from gsm8k_multireward.grading import gold_from_solution
 
 
@@ -38,7 +38,12 @@ def load_examples(config: GSM8KConfig | None = None, *, path: str | None = None)
 
 
 def build_prompt(question: str, system_prompt: str | None) -> list[dict]:
-    """Chat messages for one question: an optional system message, then the user turn."""
+    """Chat messages for one question: a system message, then the user turn.
+
+    ``None`` uses ``DEFAULT_SYSTEM_PROMPT``; an empty string leaves the system message out.
+    """
+    if system_prompt is None:
+        system_prompt = DEFAULT_SYSTEM_PROMPT
     messages: list[dict] = []
     if system_prompt:
         messages.append({"role": "system", "content": system_prompt})

@@ -1,8 +1,8 @@
 """verifiers v1 API (0.3.x–0.4.x): a `Taskset` and an `Env` that runs locally by default.
 
 - The environment's arguments are typed fields of the taskset config (`--env.taskset.<field>`,
-  `[...env.taskset]` in TOML). `system_prompt` is v1's own field: a file whose text becomes
-  each task's system prompt.
+  `[...env.taskset]` in TOML). `system_prompt` is v1's own field: a file whose text replaces
+  each task's system prompt (`DEFAULT_SYSTEM_PROMPT` otherwise).
 - Two rewards, `correct_answer` (weight 1.0) and `length_reward` (weight
   `length_reward_weight`), land by name in `trace.rewards`; `trace.reward` is their weighted
   sum, the core's `total_reward`.
@@ -21,7 +21,7 @@ import verifiers.v1 as vf
 from pydantic import model_validator
 from verifiers.v1.harnesses.null import NullHarnessConfig
 
-from gsm8k_multireward.config import GSM8KConfig
+from gsm8k_multireward.config import DEFAULT_SYSTEM_PROMPT, GSM8KConfig
 from gsm8k_multireward.data import load_examples
 from gsm8k_multireward.grading import MathGrader
 from gsm8k_multireward.rewards import CORRECT_ANSWER, LENGTH_REWARD, ascore_completion
@@ -132,7 +132,12 @@ class GSM8KMultirewardTaskset(vf.Taskset[GSM8KMultirewardTask, GSM8KMultirewardT
         }
         return [
             GSM8KMultirewardTask(
-                GSM8KMultirewardData(prompt=row["question"], answer=row["answer"], **settings),
+                GSM8KMultirewardData(
+                    prompt=row["question"],
+                    answer=row["answer"],
+                    system_prompt=DEFAULT_SYSTEM_PROMPT,
+                    **settings,
+                ),
                 self.config.task,
             )
             for row in load_examples(config)
