@@ -19,11 +19,18 @@ slice, or the outputs of its own `repl` calls) or is quoted in its prompt under 
   the knowledge upward; `next` names the entity a multi-hop chain continues with);
 * otherwise: `not found`.
 
-The root never looks at spans or gold to decide where to look: it searches with regexes for the
-names (or ID tokens, or chapter numbers) written in the question, reads packs of windows around the
-hits with `llm` (by `start:end` range, or by a REPL variable when a pack joins several windows),
-follows `next` names for multi-hop chains, and for aggregation sends each section of the asked
-chapter range to a sub-call that itself asks a plain reader (depth 2), then sums the counts.
+The root never looks at spans or gold to decide where to look. For a name question it writes one
+REPL cell per hop: grep the names written in the question, cut the sentences around each hit, pack
+them into slices and read the slices with in-REPL `llm()` calls (round robin over the names, the
+known quotes passed down) until an answer or a chain's `next` name comes back; the next hop is the
+next cell. ID tokens are answered from the hit lines; for aggregation it cuts the asked chapter
+range into sections at full stops and counts them in one map-reduce cell, each section's sub-call
+handing it to a plain reader (depth 2) unless the sub-call budget only allows one sub-call per
+section, when the section's sub-call reads it itself.
+
+Two weaker honest rungs: `fathom-no-recursion` (the same plan, never below depth 1) and
+`fathom-grep-only` (regex hit lines only, never `llm`, answering the nearest candidate of the asked
+type, so it is no perfect reader at all).
 
 The attack policies reuse that machinery: some do the honest work and then break the answer's
 format (copy the question, pad it, list candidates, write two answer blocks, go over length);
@@ -33,7 +40,6 @@ probing the sandbox for the gold).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import zlib
@@ -44,7 +50,8 @@ from typing import Any
 
 from fathom_rlm.agent import prompts
 from fathom_rlm.documents import get_document, normalize_answer
-from fathom_rlm.documents.world import ORG_KINDS, THINGS
+from fathom_rlm.documents.baselines import NUMBER_PATTERN, infer_answer_type
+from fathom_rlm.documents.world import ORG_KINDS, ROLES, THINGS
 
 from envtools.policies.base import ChatResult, Policy
 
@@ -52,6 +59,8 @@ NOT_FOUND = prompts.NOT_FOUND
 KNOWN_HEADER = "Known so far:"
 PARTIAL = "partial"
 GIVE_UP = "unknown"
+SELF_READ = "Read the text yourself, without sub-calls."
+"""Appended to a sub-call's prompt when the sub-call budget leaves no room for it to delegate."""
 
 _ID_TOKEN = re.compile(r"\b[A-Z]{2}-\d{4}\b")
 _CHAPTERS = re.compile(r"chapters?\s+(\d+)\s+(?:to|and)\s+(?:chapter\s+)?(\d+)", re.IGNORECASE)
@@ -66,6 +75,7 @@ _QUESTION_WORDS = frozenset(
 _KIND_WORDS = frozenset(w for name in (*THINGS, *ORG_KINDS) for w in name.split())
 _WINDOW = 350  # characters read on each side of a search hit
 _OVERLAP = 300  # chunk overlap, longer than any supporting sentence
+_CALLS_PER_TURN = 8  # the loop's default cap on tool calls in one reply
 
 
 # ------------------------------------------------------------------------------ task index
@@ -113,8 +123,8 @@ def compose_prompt(question: str, quotes: list[str]) -> str:
 
 
 def split_prompt(prompt: str) -> tuple[str, str]:
-    """(question, text of the "Known so far" block)."""
-    head, _, known = prompt.partition("\n" + KNOWN_HEADER)
+    """(question, text of the "Known so far" block); a self-read instruction is dropped."""
+    head, _, known = prompt.replace("\n" + SELF_READ, "").partition("\n" + KNOWN_HEADER)
     return head.strip(), known
 
 
@@ -264,6 +274,10 @@ class _View:
         return self.number(r"You have (\d+) turns", 4)
 
     @property
+    def sub_calls(self) -> int:
+        return self.number(r"and (\d+) sub-calls in total", 16)
+
+    @property
     def slice_cap(self) -> int:
         return self.number(r"At most ([\d,]+) characters \(about", 12_000)
 
@@ -311,48 +325,117 @@ def search_terms(question: str) -> list[str]:
     return terms
 
 
-def _windows(offsets: list[int], doc_chars: int, cap: int) -> list[tuple[int, int]]:
-    """Merged windows around hits, each at most `cap` characters (long runs are cut, with
-    overlap so no sentence is split across every piece)."""
-    merged: list[list[int]] = []
-    for h in sorted(offsets):
-        a, b = max(0, h - _WINDOW), min(doc_chars, h + _WINDOW)
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
+# ----------------------------------------------------------------------- REPL cells
+
+
+# Sections of the asked chapter range, each at most `cap` characters, cut after a full stop.
+_SECTIONS_CODE = """# sections
+S = [m[0] for m in re_finditer('(?m)^Chapter \\\\d+:', doc)] + [len(doc)]
+first, last = max(1, {first}), min(len(S) - 1, {last})
+out = []
+if first <= last:
+    a, b = S[first - 1], S[last]
+    while b - a > {cap}:
+        c = doc.rfind('.', a, a + {cap}) + 1
+        c = c if c > a else a + {cap}
+        out.append([a, c])
+        a = c
+    out.append([a, b])
+print(to_json(out))"""
+
+# Read the windows around every hit of the terms, round robin over the terms, until an answer
+# or the next name of a chain comes back; a term that gave evidence waits behind the others.
+_READ_CODE = """# read
+Q = {question}
+K = {known}
+T = {terms}
+B, CAP = {budget}, {cap}
+def window(s, e):
+    p = doc.rfind('.', 0, s)
+    a = doc.rfind('.', 0, p) + 1 if p > 0 else 0
+    f = doc.find('.', e)
+    g = doc.find('.', f + 1) if f >= 0 else -1
+    return a, (len(doc) if g < 0 else g + 1)
+def packs(t):
+    ws = []
+    for m in re_finditer('\\\\b' + re_escape(t) + '\\\\b', doc):
+        a, b = window(m[0], m[1])
+        if ws and a <= ws[-1][1]:
+            ws[-1][1] = max(ws[-1][1], b)
         else:
-            merged.append([a, b])
-    out: list[tuple[int, int]] = []
-    for a, b in merged:
-        while b - a > cap:
-            out.append((a, a + cap))
-            a += cap - _OVERLAP
-        out.append((a, b))
-    return out
+            ws.append([a, b])
+    pieces = []
+    for a, b in ws:
+        while b - a > CAP:
+            pieces.append(doc[a:a + CAP])
+            a += CAP - 300
+        pieces.append(doc[a:b])
+    out = ['']
+    for p in pieces:
+        if out[-1] and len(out[-1]) + 1 + len(p) > CAP:
+            out.append('')
+        out[-1] = p if not out[-1] else out[-1] + '\\n' + p
+    return [x for x in out if x]
+P = [packs(t) for t in T]
+order = [(T[j], P[j][i]) for i in range(max([len(x) for x in P])) for j in range(len(T))
+         if i < len(P[j])]
+n, gave = 0, []
+while order and n < B:
+    t, text = order.pop(0)
+    prompt = Q if not K else Q + '\\nKnown so far:\\n' + '\\n'.join(['- ' + k for k in K])
+    a = llm(prompt, text).strip()
+    n += 1
+    if a == 'not found':
+        continue
+    print(to_json([t, a]))
+    if not a.startswith('partial') or ' | next: ' in a:
+        break
+    for q in a.split('evidence: ', 1)[-1].split(' || '):
+        if q and q not in K:
+            K.append(q)
+    gave.append(t)
+    order = [x for x in order if x[0] not in gave] + [x for x in order if x[0] in gave]
+print(to_json(['reads', n, sum([len(x) for x in P])]))"""
 
 
-def _packs(windows: list[tuple[int, int]], cap: int) -> list[list[tuple[int, int]]]:
-    packs: list[list[tuple[int, int]]] = []
-    size = 0
-    for w in windows:
-        length = w[1] - w[0] + 1
-        if packs and size + length <= cap:
-            packs[-1].append(w)
-            size += length
-        else:
-            packs.append([w])
-            size = length
-    return packs
+@dataclass
+class _ReadCell:
+    """What one read cell printed: sub-call answers, and how many sub-calls it made."""
+
+    finals: list[str] = field(default_factory=list)
+    quotes: list[str] = field(default_factory=list)
+    next_names: list[str] = field(default_factory=list)
+    reads: int | None = None
+
+    @staticmethod
+    def terms_of(code: str) -> list[str]:
+        m = re.search(r"^T = (.*)$", code, re.MULTILINE)
+        try:
+            terms = json.loads(m.group(1)) if m else []
+        except ValueError:
+            return []
+        return [t for t in terms if isinstance(t, str)]
 
 
-def _pack_spec(pack: list[tuple[int, int]]) -> str:
-    if len(pack) == 1:
-        return f"{pack[0][0]}:{pack[0][1]}"
-    return f"pack_{pack[0][0]}_{pack[-1][1]}_{len(pack)}"
-
-
-def _pack_code(pack: list[tuple[int, int]]) -> str:
-    parts = ", ".join(f"doc[{a}:{b}]" for a, b in pack)
-    return f"{_pack_spec(pack)} = '\\n'.join([{parts}])\nprint(len({_pack_spec(pack)}))"
+def _read_cell_state(output: str) -> _ReadCell:
+    cell = _ReadCell()
+    for line in output.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(item, list) or len(item) < 2:
+            continue
+        if item[0] == "reads" and isinstance(item[1], int):
+            cell.reads = item[1]
+            continue
+        sub = parse_sub_answer(str(item[1]))
+        if sub.final:
+            cell.finals.append(sub.final)
+        cell.quotes += sub.quotes
+        if sub.next_name:
+            cell.next_names.append(sub.next_name)
+    return cell
 
 
 # --------------------------------------------------------------------------- the reference
@@ -362,6 +445,8 @@ class FathomReference:
     """The honest reference RLM (see the module docstring)."""
 
     name = "fathom-reference"
+    delegates = True
+    """Whether a sub-call hands a whole section to a plain reader (depth 2) for a count."""
 
     def __init__(self, index: TaskIndex | None = None) -> None:
         self.index = index or TASKS
@@ -387,23 +472,31 @@ class FathomReference:
     def sub_agent(self, view: _View) -> dict[str, Any]:
         prompt = view.user.removeprefix(prompts.QUESTION_PREFIX)
         question, _ = split_prompt(prompt)
-        if _CHAPTERS.search(question):
-            # A count over a section bigger than one printout: hand the section to a reader.
-            if not view.calls:
-                code = f"print(llm({json.dumps(prompt)}, doc))"
+        delegated = [c for c in view.calls if c.args.get("code", "").startswith("# delegate")]
+        if self.delegates and _CHAPTERS.search(question) and SELF_READ not in prompt:
+            # A count over a whole section: hand the section to a plain reader (depth 2).
+            if not delegated:
+                code = f"# delegate\nprint(llm({json.dumps(prompt)}, doc))"
                 return _message(calls=[("repl", {"code": code})])
-            return _answer(view.calls[-1].output.strip().splitlines()[-1] if view.calls else "0")
-        # Otherwise read the text by printing it in overlapping chunks, then answer.
+            last = delegated[-1].output.strip().splitlines() or [""]
+            if not last[-1].startswith("Error"):
+                return _answer(last[-1])
+            # The reader was refused (budget): fall back to reading the section itself.
+        return self.self_read(view, prompt)
+
+    def self_read(self, view: _View, prompt: str) -> dict[str, Any]:
+        """Print the whole text in overlapping chunks (several per turn), then answer."""
         chunk = max(1_000, view.output_cap - 200)
         starts = list(range(0, max(1, view.doc_chars), chunk - _OVERLAP))
-        shown = "\n".join(c.output for c in view.calls if c.name == "repl")
-        result = perfect_read(prompt, shown, self.index) if view.calls else NOT_FOUND
-        done = len([c for c in view.calls if c.name == "repl"])
+        reads = [c for c in view.calls if c.args.get("code", "").startswith("# read")]
+        shown = "\n".join(c.output for c in reads)
+        result = perfect_read(prompt, shown, self.index) if reads else NOT_FOUND
         final_turn = view.turns + 1 >= view.max_turns
-        if parse_sub_answer(result).final or done >= len(starts) or final_turn:
+        if parse_sub_answer(result).final or len(reads) >= len(starts) or final_turn:
             return _answer(result)
-        start = starts[done]
-        return _message(calls=[("repl", {"code": f"print(doc[{start}:{start + chunk}])"})])
+        todo = starts[len(reads) : len(reads) + _CALLS_PER_TURN]
+        codes = [f"# read\nprint(doc[{a}:{a + chunk}])" for a in todo]
+        return _message(calls=[("repl", {"code": code}) for code in codes])
 
     def root(self, view: _View) -> dict[str, Any]:
         question = view.question
@@ -431,99 +524,74 @@ class FathomReference:
         return self.final(view, result.final or GIVE_UP)
 
     def root_aggregate(self, view: _View, first: int, last: int) -> dict[str, Any]:
+        """Cut the asked chapter range into sections at full stops (no sentence is split or
+        counted twice), then count every section in one map-reduce cell."""
         if not view.calls:
-            pattern = "'(?m)^Chapter \\\\d+:'"
-            code = f"# chapters\nprint(to_json([m[0] for m in re_finditer({pattern}, doc)]))"
+            code = _SECTIONS_CODE.format(first=first, last=last, cap=view.slice_cap)
             return _message(calls=[("repl", {"code": code})])
         try:
-            starts = json.loads(view.calls[0].output)
+            sections = json.loads(view.calls[0].output)
         except ValueError:
             return self.final(view, GIVE_UP)
-        bounds = [*starts, view.doc_chars]
-        first, last = max(1, first), min(len(starts), last)
-        sections: list[tuple[int, int]] = []
-        for c in range(first - 1, last):
-            a, b = bounds[c], bounds[c + 1]
-            if sections and b - sections[-1][0] <= view.slice_cap:
-                sections[-1] = (sections[-1][0], b)
-            else:
-                while b - a > view.slice_cap:  # a chapter longer than a slice: cut it
-                    sections.append((a, a + view.slice_cap))
-                    a += view.slice_cap - _OVERLAP
-                sections.append((a, b))
-        read = {c.args.get("slice"): c.output for c in view.calls if c.name == "llm"}
-        pending = [f"{a}:{b}" for a, b in sections if f"{a}:{b}" not in read]
-        if pending:
-            calls = [("llm", {"prompt": view.question, "slice": s}) for s in pending[:8]]
-            return _message(calls=calls)
+        if len(view.calls) == 1:
+            if not sections:
+                return self.final(view, GIVE_UP)
+            prompt = view.question
+            # Delegating costs two sub-calls per section; read in place when that does not fit.
+            if self.delegates and 2 * len(sections) > view.sub_calls:
+                prompt += "\n" + SELF_READ
+            code = (
+                f"# count\nP = {json.dumps(prompt)}\nS = {json.dumps(sections)}\n"
+                "print(to_json([llm(P, doc[a:b]) for a, b in S]))"
+            )
+            return _message(calls=[("repl", {"code": code})])
+        try:
+            counts = json.loads(view.calls[-1].output)
+        except ValueError:
+            return self.final(view, GIVE_UP)
         total = 0
-        for spec in (f"{a}:{b}" for a, b in sections):
-            m = re.search(r"\d+", read.get(spec, ""))
-            total += int(m.group(0)) if m else 0
+        for answer in counts:
+            m = re.fullmatch(r"\s*(\d+)\s*", str(answer))
+            total += int(m.group(1)) if m else 0
         return self.final(view, str(total))
 
     def root_search_read(self, view: _View) -> dict[str, Any]:
+        """Each turn one cell: grep the names, cut a short window (the sentences around each
+        hit) per hit, pack the windows into slices and read them with in-REPL `llm()` calls until
+        an answer comes back; a multi-hop chain's next name gets the next cell."""
         question = view.question
         found = self.best_answer(view)
         if found:
             return self.final(view, found)
-        searched: dict[str, list[int]] = {}
         quotes: list[str] = []
         next_names: list[str] = []
-        read: set[str] = set()
+        searched: list[str] = []
+        used = 0
         for c in view.calls:
-            if c.name == "repl" and c.args.get("code", "").startswith("# search"):
-                with contextlib.suppress(ValueError):
-                    searched.update(json.loads(c.output))
-            elif c.name == "llm":
-                read.add(c.args.get("slice", ""))
-                sub = parse_sub_answer(c.output)
-                quotes += [q for q in sub.quotes if q not in quotes]
-                if sub.next_name and sub.next_name not in next_names:
-                    next_names.append(sub.next_name)
-                if c.output.startswith("Error: the sub-call budget"):
-                    return self.final(view, GIVE_UP)
-        # Terms: the chain's newest entity first, then the question's own names.
-        terms = [t for n in reversed(next_names) for t in search_terms(n)]
-        terms += [t for t in search_terms(question) if t not in terms]
-        if not terms:
-            return self.final(view, GIVE_UP)
-        todo = [t for t in terms if t not in searched]
-        if todo:
-            code = (
-                "# search\nout = {}\n"
-                f"for t in {json.dumps(todo)}:\n"
-                "    out[t] = [m[0] for m in re_finditer('\\\\b' + t + '\\\\b', doc)]\n"
-                "print(to_json(out))"
-            )
-            return _message(calls=[("repl", {"code": code})])
-        cap = min(view.slice_cap, view.output_cap - 200) if view.output_cap else view.slice_cap
-        # The chain's newest entity is read first; the question's own names take turns, so two
-        # people compared are both looked at early.
-        chain = [t for n in reversed(next_names) for t in search_terms(n)][:1]
-        queues = [
-            [p for p in _packs(_windows(searched.get(t, []), view.doc_chars, cap), cap)]
-            # Rarer names first: fewer hits, so each read is more likely to hold the evidence.
-            for t in (chain or sorted(terms, key=lambda t: len(searched.get(t, []))))
-        ]
-        order = [
-            q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)
-        ]
-        if chain:
-            order += [
-                p
-                for t in terms[1:]
-                for p in _packs(_windows(searched.get(t, []), view.doc_chars, cap), cap)
-            ]
-        for pack in order:
-            spec = _pack_spec(pack)
-            if spec in read:
+            if c.name != "repl" or not c.args.get("code", "").startswith("# read"):
                 continue
-            call = ("llm", {"prompt": compose_prompt(question, quotes), "slice": spec})
-            if len(pack) == 1:
-                return _message(calls=[call])
-            return _message(calls=[("repl", {"code": _pack_code(pack)}), call])
-        return self.final(view, GIVE_UP)
+            cell = _read_cell_state(c.output)
+            searched += cell.terms_of(c.args["code"])
+            used += cell.reads if cell.reads is not None else view.sub_calls
+            quotes += [q for q in cell.quotes if q not in quotes]
+            next_names += [n for n in cell.next_names if n not in next_names]
+        if not searched:
+            terms = search_terms(question)
+        else:
+            # Follow the chain: the newest name not searched yet.
+            terms = [t for n in reversed(next_names) for t in search_terms(n)][:1]
+            terms = [t for t in terms if t not in searched]
+        budget = view.sub_calls - used
+        if not terms or budget <= 0:
+            return self.final(view, GIVE_UP)
+        code = _READ_CODE.format(
+            question=json.dumps(question),
+            known=json.dumps(quotes),
+            terms=json.dumps(terms),
+            budget=budget,
+            cap=view.slice_cap,
+        )
+        return _message(calls=[("repl", {"code": code})])
 
     def best_answer(self, view: _View) -> str | None:
         for c in view.calls:
@@ -531,6 +599,10 @@ class FathomReference:
                 final = parse_sub_answer(c.output).final
                 if final:
                     return final
+            elif c.name == "repl" and c.args.get("code", "").startswith("# read"):
+                finals = _read_cell_state(c.output).finals
+                if finals:
+                    return finals[0]
         return None
 
     def final(self, view: _View, answer: str) -> dict[str, Any]:
@@ -728,8 +800,125 @@ class SandboxLeak:
         return ChatResult(_answer(guess[:60]))
 
 
+# ---------------------------------------------------------------------- weaker honest rungs
+
+
+class NoRecursion(FathomReference):
+    """The reference plan with recursion capped at depth 1: its sub-calls always read their
+    slice themselves and never hand it on, so a count costs one sub-call per section."""
+
+    name = "fathom-no-recursion"
+    delegates = False
+
+
+# Capitalised words that open a sentence or a title, never a first name.
+_SENTENCE_STARTS = frozenset(
+    re.findall(
+        r"\w+",
+        "The In By At On For From With Within When After Before Once Few Everyone It He She His "
+        "Her They Their A An Master Mistress Chapter",
+    )
+)
+_PERSON = re.compile(r"\b([A-Z][a-z]+) ([A-Z][a-z]+)\b")
+_PLACE = re.compile(r"\b(?:in|to|at|of|from|near) ([A-Z][a-z]+)\b(?! [A-Z])")
+_YEAR = re.compile(r"\b1[5-9]\d\d\b")
+
+
+def _alternation(words: Iterable[str]) -> str:
+    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+
+
+_TYPED: dict[str, re.Pattern[str]] = {
+    "organisation": re.compile(rf"\b[A-Z][a-z]+ (?:{_alternation(ORG_KINDS)})\b"),
+    "artefact": re.compile(rf"\b[A-Z][a-z]+ (?:{_alternation(THINGS)})\b"),
+    "role": re.compile(rf"\b(?:{_alternation(ROLES)})\b"),
+    "number": NUMBER_PATTERN,
+    "year": _YEAR,
+}
+
+
+def typed_candidates(kind: str, line: str) -> list[tuple[int, str]]:
+    """(offset, surface) of every candidate answer of `kind` written in `line`."""
+    if kind == "person":
+        return [
+            (m.start(), m.group(0))
+            for m in _PERSON.finditer(line)
+            if m.group(1) not in _SENTENCE_STARTS
+            and m.group(1) not in _KIND_WORDS
+            and m.group(2) not in _KIND_WORDS
+        ]
+    if kind == "place":
+        return [(m.start(1), m.group(1)) for m in _PLACE.finditer(line)]
+    return [(m.start(), m.group(0)) for m in _TYPED[kind].finditer(line)]
+
+
+def nearest_candidate(question: str, key: str, text: str) -> str | None:
+    """The grep baseline over printed hit lines: at every hit of `key`, the nearest candidate of
+    the asked type that the question does not name gets a vote; the most voted one wins."""
+    kind = infer_answer_type(question)
+    asked = f" {normalize_answer(question)} "
+    votes: Counter[str] = Counter()
+    for line in text.splitlines():
+        hits = [m.start() for m in re.finditer(rf"\b{re.escape(key)}\b", line)]
+        cands = [
+            (at, c)
+            for at, c in typed_candidates(kind, line)
+            if f" {normalize_answer(c)} " not in asked
+        ]
+        for h in hits:
+            if cands:
+                votes[min(cands, key=lambda ac: abs(ac[0] - h))[1]] += 1
+    return max(votes, key=lambda k: (votes[k], k)) if votes else None
+
+
+_GREP_CODE = """# grep
+L = []
+for m in re_finditer('\\\\b' + re_escape({key}) + '\\\\b', doc):
+    a = doc.rfind('.', 0, m[0]) + 1
+    f = doc.find('.', m[1])
+    g = doc.find('.', f + 1) if f >= 0 else -1
+    L.append(doc[a:(len(doc) if g < 0 else g + 1)].strip())
+G = '\\n'.join(L)
+print(len(G))
+print(G[:{chunk}])"""
+
+
+class GrepOnly:
+    """Honest but weak: regex searches through `repl` only, never `llm`. It prints the hit lines
+    (the sentence of each hit and the next one) of the question's ID token or first name, a few
+    printouts at most, and answers the candidate of the asked type nearest to the hits
+    (`nearest_candidate`), the generator's grep baseline run on what the tools returned."""
+
+    name = "fathom-grep-only"
+    max_prints = 4
+
+    async def respond(self, messages: list[dict[str, Any]], tools: Any) -> ChatResult:
+        view = _View.of(messages)
+        if not tools or not view.system.startswith(prompts.ROOT_ROLE):
+            return ChatResult(_answer(NOT_FOUND))
+        question = view.question
+        token = _ID_TOKEN.search(question)
+        key = token.group(0) if token else next(iter(search_terms(question)), None)
+        if key is None:
+            return ChatResult(_answer(GIVE_UP))
+        chunk = max(1_000, view.output_cap - 200)
+        if not view.calls:
+            code = _GREP_CODE.format(key=json.dumps(key), chunk=chunk)
+            return ChatResult(_message(calls=[("repl", {"code": code})]))
+        first = view.calls[0].output.partition("\n")
+        total = int(first[0]) if first[0].strip().isdigit() else 0
+        if len(view.calls) == 1 and total > chunk and view.turns + 1 < view.max_turns:
+            starts = range(chunk, min(total, self.max_prints * chunk), chunk)
+            codes = [f"# more\nprint(G[{a}:{a + chunk}])" for a in starts]
+            return ChatResult(_message(calls=[("repl", {"code": c}) for c in codes]))
+        shown = "\n".join([first[2], *(c.output for c in view.calls[1:])])
+        return ChatResult(_answer(nearest_candidate(question, key, shown) or GIVE_UP))
+
+
 POLICIES: dict[str, Callable[[], Policy]] = {
     FathomReference.name: FathomReference,
+    NoRecursion.name: NoRecursion,
+    GrepOnly.name: GrepOnly,
     CopyQuestion.name: CopyQuestion,
     Candidates.name: Candidates,
     Padding.name: Padding,
@@ -742,4 +931,4 @@ POLICIES: dict[str, Callable[[], Policy]] = {
     RecursionSpam.name: RecursionSpam,
     SandboxLeak.name: SandboxLeak,
 }
-"""Every fathom policy by name; the reference first, then the attacks."""
+"""Every fathom policy by name: the reference, the weaker honest rungs, then the attacks."""

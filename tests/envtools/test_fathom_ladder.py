@@ -1,0 +1,99 @@
+"""The honest rungs of the fathom ladder: grep-only searches but never reads with a sub-call,
+no-recursion never goes below depth 1, and every honest policy answers only from what its tools
+returned (with the evidence cut out of every message it sees, it cannot answer)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fathom_rlm.agent import ChatReply, RolloutCaps, RolloutRecord, run_rollout
+from fathom_rlm.documents import build_split, get_document
+from fathom_rlm.rewards import score_rollout
+
+from envtools.policies import fathom
+from envtools.policies.base import Policy
+
+REDACTED = "[removed]"
+
+
+@pytest.fixture(scope="module")
+def rows() -> Iterator[list[dict[str, Any]]]:
+    """Two tasks of each family from the first eval documents at 16K tokens."""
+    split = build_split("eval", 30, doc_tokens=16_000)
+    picked: list[dict[str, Any]] = []
+    for family in ("exact_id", "single_hop", "multi_hop", "temporal", "aggregation", "comparison"):
+        picked += [r for r in split if r["family"] == family][:2]
+    saved = (fathom.TASKS.autoload_splits, dict(fathom.TASKS.rows))
+    fathom.TASKS.autoload_splits = ()
+    fathom.register_tasks(picked)
+    yield picked
+    fathom.TASKS.autoload_splits, fathom.TASKS.rows = saved
+
+
+def _redact(text: str, pieces: list[str]) -> str:
+    for piece in pieces:
+        text = text.replace(piece, REDACTED)
+    return text
+
+
+def run(
+    policy: Policy, row: dict[str, Any], *, redact: bool = False
+) -> tuple[RolloutRecord, dict[str, float]]:
+    """One rollout; with `redact`, every supporting span (and each of its sentences) is cut out
+    of the tool outputs and prompts before the policy sees them."""
+    text = get_document(row["seed"], row["doc_tokens"]).text
+    spans = [text[s:e] for s, e in row["spans"]]
+    pieces = sorted(
+        {*spans, *(p.strip() for s in spans for p in re.split(r"(?<=[.!?])\s+", s))},
+        key=len,
+        reverse=True,
+    )
+
+    async def chat(messages: list[dict[str, Any]], tools: Any) -> ChatReply:
+        if redact:
+            messages = copy.deepcopy(messages)
+            for m in messages:
+                if m["role"] in ("tool", "user") and isinstance(m.get("content"), str):
+                    m["content"] = _redact(m["content"], [p for p in pieces if p])
+        result = await policy.respond(messages, tools)
+        return ChatReply(result.message, result.usage)
+
+    record = asyncio.run(run_rollout(text, row["question"], chat, RolloutCaps()))
+    return record, score_rollout(record, row, document=text)
+
+
+def test_grep_only_never_calls_llm_and_beats_closed_book_on_exact_id(
+    rows: list[dict[str, Any]],
+) -> None:
+    grep, closed = fathom.GrepOnly(), fathom.ClosedBook()
+    for row in rows:
+        record, _ = run(grep, row)
+        assert record.llm_calls == 0 and not record.sub_calls and record.depth_used == 0
+        assert record.repl_calls >= 1
+    exact = [r for r in rows if r["family"] == "exact_id"]
+    grep_correct = sum(run(grep, r)[1]["correctness"] for r in exact)
+    closed_correct = sum(run(closed, r)[1]["correctness"] for r in exact)
+    assert grep_correct == len(exact) and closed_correct == 0
+
+
+def test_no_recursion_stays_at_depth_one_and_still_counts(rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        record, scores = run(fathom.NoRecursion(), row)
+        assert record.depth_used <= 1
+        if row["family"] == "aggregation":
+            assert scores["correctness"] == 1.0
+
+
+@pytest.mark.parametrize("name", ["fathom-reference", "fathom-no-recursion", "fathom-grep-only"])
+def test_answers_come_only_from_tool_outputs(rows: list[dict[str, Any]], name: str) -> None:
+    policy = fathom.POLICIES[name]()
+    solved = [r for r in rows if run(policy, r)[1]["correctness"] == 1.0]
+    assert solved, name
+    for row in solved:
+        record, _ = run(policy, row, redact=True)
+        assert record.final_answer != row["answer"], (name, row["question"])
