@@ -387,7 +387,19 @@ def main(argv: list[str] | None = None) -> None:
         "Prints the base URL on the first line of stdout.",
     )
     parser.add_argument("--port", type=int, default=0, help="port to bind (0: any free port)")
+    parser.add_argument(
+        "--fathom-doc-tokens",
+        type=int,
+        action="append",
+        metavar="N",
+        help="document length(s) of the fathom-rlm runs to serve (default 200000): the scripted "
+        "fathom policies find their task among the standard splits built at these lengths",
+    )
     args = parser.parse_args(argv)
+    if args.fathom_doc_tokens:
+        from envtools.policies import fathom
+
+        fathom.TASKS.autoload_doc_tokens = tuple(args.fathom_doc_tokens)
     asyncio.run(_serve_forever(args.port))
 
 

@@ -236,3 +236,15 @@ def test_command_line_prints_the_url_first(data_path: Path) -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
+
+
+def test_fathom_task_index_serves_the_requested_document_length() -> None:
+    # `--fathom-doc-tokens N` sets these lengths: the reference policy must find a question of a
+    # 16K-token run, and a smaller `num_examples` asks the first rows of the same split.
+    from fathom_rlm.documents import build_split
+
+    from envtools.policies.fathom import TaskIndex
+
+    row = build_split("eval", 1, doc_tokens=16_000)[0]
+    index = TaskIndex(autoload_splits=("eval",), autoload_doc_tokens=(16_000,))
+    assert index.lookup(row["question"]) == row

@@ -86,7 +86,9 @@ class TaskIndex:
     """Question text -> task row, for the perfect reader (never used to decide where to look)."""
 
     autoload_splits: tuple[str, ...] = ("eval", "train")
-    """Standard splits regenerated (once, at their default length) on the first unknown question."""
+    """Standard splits regenerated (once) on the first unknown question."""
+    autoload_doc_tokens: tuple[int, ...] = (200_000,)
+    """Document lengths those splits are regenerated at (the environment's `doc_tokens`)."""
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     _loaded: bool = False
 
@@ -100,8 +102,9 @@ class TaskIndex:
             self._loaded = True
             from fathom_rlm.documents import build_split
 
-            for split in self.autoload_splits:
-                self.register(build_split(split))  # type: ignore[arg-type]
+            for doc_tokens in self.autoload_doc_tokens:
+                for split in self.autoload_splits:
+                    self.register(build_split(split, doc_tokens=doc_tokens))  # type: ignore[arg-type]
         return self.rows.get(key)
 
 

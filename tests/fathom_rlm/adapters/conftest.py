@@ -132,8 +132,7 @@ def run_cli(argv: list[str], cwd: Path, timeout: float = 900) -> CliRun:
 
 @pytest.fixture(scope="session")
 def eval_rows() -> list[dict[str, Any]]:
-    """The rows the CLIs are asked for (`num_examples=3` at the test length); a split's rows
-    depend on its size, so the runs pass `num_examples` rather than relying on `-n`."""
+    """The rows the CLIs are asked for (`num_examples=3` at the test length)."""
     from fathom_rlm.documents import build_split
 
     return build_split("eval", 3, doc_tokens=DOC_TOKENS)

@@ -44,6 +44,13 @@ def test_small_split_rows(monkeypatch):
     assert build_split("eval", 24, doc_tokens=16_000, questions_per_document=8) == rows
 
 
+def test_smaller_split_is_a_prefix_of_a_larger_one():
+    # `num_examples=5` must serve the same questions as the first 5 rows of the whole split.
+    rows = build_split("eval", 20, doc_tokens=16_000, questions_per_document=8)
+    for n in (1, 5, 8, 13):
+        assert build_split("eval", n, doc_tokens=16_000, questions_per_document=8) == rows[:n]
+
+
 def test_family_mix_is_respected():
     rows = build_split(
         "train", 20, doc_tokens=16_000, family_mix={"temporal": 1.0}, questions_per_document=10

@@ -48,7 +48,8 @@ def build_split(
     """``n`` question rows (default: the split's standard size) of small JSON-safe fields.
 
     Rows carry ``seed`` and ``doc_tokens``; the document itself is regenerated on demand with
-    :func:`get_document` and never stored in a row.
+    :func:`get_document` and never stored in a row. The rows of a smaller ``n`` are the first
+    ``n`` rows of a larger one: every document always yields its full set of questions.
     """
     n = SPLIT_SIZES[split] if n is None else n
     seeds = split_seeds(split, n, questions_per_document)
@@ -66,6 +67,5 @@ def build_split(
             next_seed += 1
         seed = queue.pop(0)
         doc = get_document(seed, doc_tokens)
-        want = min(questions_per_document, n - len(rows))
-        rows.extend(make_tasks(doc, want, family_mix, rng_seed=seed))
+        rows.extend(make_tasks(doc, questions_per_document, family_mix, rng_seed=seed))
     return rows[:n]
