@@ -2,9 +2,8 @@
 a leak-watching runner for CLI subprocesses, and the in-process replay the scores are checked
 against.
 
-Matrix cells: legacy on verifiers 0.2.0 and 0.3.1, v1 on 0.3.1 and 0.4.0. The main venv holds
-0.3.1; scripts/test.sh exports the other interpreters as VERIFIERS_0_2_0_PYTHON and
-VERIFIERS_0_4_0_PYTHON. A missing one fails the test under CI=true and skips it elsewhere.
+Matrix cells: legacy on verifiers 0.2.0 and 0.3.1, v1 on 0.3.1 and 0.4.0; the interpreter of
+each comes from the `matrix` fixture (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -15,13 +14,11 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-MAIN_VERIFIERS = "0.3.1"
 API_KEY_VAR = "FATHOM_TEST_KEY"
 DOC_TOKENS = 16_000  # small documents keep the end-to-end runs quick
 
@@ -59,23 +56,6 @@ for pid in left:
     os.kill(pid, signal.SIGKILL)
 json.dump({"returncode": code, "left_running": list(left.values())}, open(sys.argv[1], "w"))
 """
-
-
-def matrix_python(verifiers_version: str) -> Path:
-    """The interpreter that has `verifiers_version` installed (skip or fail if there is none)."""
-    if verifiers_version == MAIN_VERIFIERS:
-        assert version("verifiers") == MAIN_VERIFIERS, "the main venv must pin verifiers 0.3.1"
-        return Path(sys.executable)
-    variable = f"VERIFIERS_{verifiers_version.replace('.', '_')}_PYTHON"
-    value = os.environ.get(variable)
-    if value and Path(value).is_file():
-        return Path(value)
-    reason = (
-        f"${variable} is not set (scripts/test.sh builds the verifiers {verifiers_version} venv)"
-    )
-    if os.environ.get("CI") == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 def subprocess_env(tmp_dir: Path) -> dict[str, str]:
@@ -178,7 +158,6 @@ class AdapterKit:
 
     doc_tokens = DOC_TOKENS
     api_key_var = API_KEY_VAR
-    python = staticmethod(matrix_python)
     run_cli = staticmethod(run_cli)
     replay_scores = staticmethod(replay_scores)
 

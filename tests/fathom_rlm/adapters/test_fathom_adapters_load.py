@@ -77,8 +77,8 @@ def _probe(python: Any, script: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("verifiers_version", ["0.2.0", "0.3.1"])
-def test_legacy_loads_by_id(kit: Any, verifiers_version: str) -> None:
-    out = _probe(kit.python(verifiers_version), _LEGACY)
+def test_legacy_loads_by_id(matrix: Any, kit: Any, verifiers_version: str) -> None:
+    out = _probe(matrix.python(verifiers_version), _LEGACY)
     assert out["class"] == "FathomLegacyEnv"
     assert out["rows"] == 2
     assert out["tools"] == ["llm", "repl"]
@@ -93,8 +93,8 @@ _V1_EXPORTS = ["FathomTaskset", "FathomHarness", "FathomEnv"]
 
 
 @pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
-def test_v1_loads_by_id(kit: Any, verifiers_version: str) -> None:
-    out = _probe(kit.python(verifiers_version), _V1)
+def test_v1_loads_by_id(matrix: Any, kit: Any, verifiers_version: str) -> None:
+    out = _probe(matrix.python(verifiers_version), _V1)
     assert out["env"] == "FathomEnv"
     assert out["taskset"] == "FathomTaskset"
     assert out["tasksets_exported"] == 1

@@ -81,9 +81,14 @@ def _v1_results(out_dir: Path) -> list[tuple[dict[str, Any], dict[str, float]]]:
 
 @pytest.mark.parametrize("verifiers_version", ["0.2.0", "0.3.1"])
 def test_legacy_vf_eval(
-    kit: Any, policy_url: str, eval_rows: list[dict], tmp_path: Path, verifiers_version: str
+    matrix: Any,
+    kit: Any,
+    policy_url: str,
+    eval_rows: list[dict],
+    tmp_path: Path,
+    verifiers_version: str,
 ) -> None:
-    python = kit.python(verifiers_version)
+    python = matrix.python(verifiers_version)
     out_dir = tmp_path / "out"
     run = kit.run_cli(
         [
@@ -113,9 +118,14 @@ def test_legacy_vf_eval(
 
 @pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
 def test_v1_eval(
-    kit: Any, policy_url: str, eval_rows: list[dict], tmp_path: Path, verifiers_version: str
+    matrix: Any,
+    kit: Any,
+    policy_url: str,
+    eval_rows: list[dict],
+    tmp_path: Path,
+    verifiers_version: str,
 ) -> None:
-    python = kit.python(verifiers_version)
+    python = matrix.python(verifiers_version)
     # 0.3.1 ships the v1 CLI as `eval` (its `vf-eval` is the legacy one); 0.4.0 as `vf-eval`.
     cli = "eval" if verifiers_version == "0.3.1" else "vf-eval"
     out_dir = tmp_path / "out"

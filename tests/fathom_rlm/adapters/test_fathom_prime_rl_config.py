@@ -54,8 +54,8 @@ def test_config_shape() -> None:
 
 
 @pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
-def test_env_block_resolves(kit: Any, verifiers_version: str) -> None:
-    python = kit.python(verifiers_version)
+def test_env_block_resolves(matrix: Any, kit: Any, verifiers_version: str) -> None:
+    python = matrix.python(verifiers_version)
     env = _source()["env"]
     result = subprocess.run(
         [str(python), "-c", _RESOLVE, json.dumps(env)],
@@ -75,8 +75,8 @@ def test_env_block_resolves(kit: Any, verifiers_version: str) -> None:
 
 
 @pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
-def test_unknown_taskset_field_is_rejected(kit: Any, verifiers_version: str) -> None:
-    python = kit.python(verifiers_version)
+def test_unknown_taskset_field_is_rejected(matrix: Any, kit: Any, verifiers_version: str) -> None:
+    python = matrix.python(verifiers_version)
     env = _source()["env"]
     env["taskset"] = {**env["taskset"], "length_threshold_tokens": 1024}
     result = subprocess.run(
