@@ -2,11 +2,13 @@
 
 Usage: uv run python benchmarks/fathom_rollout.py [--doc-tokens 200000] [--tasks 30]
 
-"Environment side" is this process's CPU time for a whole rollout (prompts, tool dispatch and
-argument checks, sandbox I/O, sub-call bookkeeping, token accounting, scoring) minus the CPU the
-policy spends deciding its replies. The sandbox workers' own CPU (running the model's code) is
-reported separately as wall time per repl call, since workers are forked by the sandbox's fork
-server and are not children of this process.
+"Environment side" is all CPU a rollout costs outside the model: this process (prompts, tool
+dispatch and argument checks, sandbox I/O, sub-call bookkeeping, token accounting, scoring) minus
+the CPU the scripted policy spends deciding its replies, plus the sandbox fork server (forking)
+and every sandbox worker the rollout started (start-up, running the code, exit). Workers are
+children of the fork server, which reaps them and reports their CPU with its own; rollouts run
+one at a time and every session is closed (its worker has exited) before the rollout ends, so
+the difference before and after a rollout is that rollout's.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import time
 from typing import Any
@@ -21,7 +24,7 @@ from typing import Any
 from fathom_rlm.agent import ChatReply, RolloutCaps, run_rollout
 from fathom_rlm.documents import get_document, make_tasks
 from fathom_rlm.rewards import score_rollout
-from fathom_rlm.sandbox import shutdown_fork_servers, warm_up
+from fathom_rlm.sandbox import fork_server_cpu_seconds, shutdown_fork_servers, warm_up
 
 from envtools.policies import fathom
 
@@ -38,27 +41,41 @@ async def measure(rows: list[dict[str, Any]]) -> dict[str, Any]:
         return ChatReply(result.message, result.usage)
 
     env_cpu: list[float] = []
+    parent_cpu: list[float] = []
+    sandbox_cpu: list[float] = []
     wall: list[float] = []
     calls: list[int] = []
     rewards: list[float] = []
     for row in rows:
         text = get_document(row["seed"], row["doc_tokens"]).text
         policy_cpu = 0.0
+        box0 = fork_server_cpu_seconds()
         cpu0, wall0 = time.process_time(), time.perf_counter()
         record = await run_rollout(text, row["question"], chat, RolloutCaps())
         scores = score_rollout(record, row, document=text)
-        env_cpu.append(time.process_time() - cpu0 - policy_cpu)
-        wall.append(time.perf_counter() - wall0)
+        cpu1, wall1 = time.process_time(), time.perf_counter()
+        box = fork_server_cpu_seconds() - box0
+        parent_cpu.append(cpu1 - cpu0 - policy_cpu)
+        sandbox_cpu.append(box)
+        env_cpu.append(parent_cpu[-1] + box)
+        wall.append(wall1 - wall0)
         calls.append(record.total_tool_calls + record.llm_calls)
         rewards.append(scores["reward"])
+
+    def ms(values: list[float]) -> float:
+        return round(1000 * statistics.median(values), 2)
+
     return {
         "rollouts": len(rows),
-        "env_cpu_ms_median": round(1000 * statistics.median(env_cpu), 2),
+        "env_cpu_ms_median": ms(env_cpu),
         "env_cpu_ms_mean": round(1000 * statistics.fmean(env_cpu), 2),
         "env_cpu_ms_p90": round(1000 * sorted(env_cpu)[int(0.9 * (len(env_cpu) - 1))], 2),
+        "parent_cpu_ms_median": ms(parent_cpu),
+        "sandbox_cpu_ms_median": ms(sandbox_cpu),
         "wall_ms_median": round(1000 * statistics.median(wall), 1),
         "tool_and_sub_calls_mean": round(statistics.fmean(calls), 1),
         "reference_reward_mean": round(statistics.fmean(rewards), 3),
+        "load_average_1m": round(os.getloadavg()[0], 2),
     }
 
 

@@ -21,7 +21,13 @@ import tempfile
 import time
 from typing import Any
 
-from fathom_rlm.sandbox import SandboxSession, isolation_report, shutdown_fork_servers, warm_up
+from fathom_rlm.sandbox import (
+    SandboxSession,
+    fork_server_cpu_seconds,
+    isolation_report,
+    shutdown_fork_servers,
+    warm_up,
+)
 from fathom_rlm.sandbox import restricted as restricted_layer
 
 SLICE = "doc[1000:2000]"
@@ -142,6 +148,14 @@ async def bench_sandbox(doc: str, sessions: int, calls: int) -> dict[str, float]
         session = await SandboxSession.start(doc)
         ready.append(time.perf_counter() - t)
         await session.close()
+    # CPU of a whole session life (start, one slice, close): this process, and the fork server
+    # with the worker it forked and reaped.
+    box0, cpu0 = fork_server_cpu_seconds(), time.process_time()
+    for _ in range(sessions):
+        async with await SandboxSession.start(doc) as session:
+            await session.run(SLICE)
+    life_parent = (time.process_time() - cpu0) / sessions
+    life_box = (fork_server_cpu_seconds() - box0) / sessions
     async with await SandboxSession.start(doc) as session:
         for _ in range(20):  # warm the worker's own caches
             await session.run(SLICE)
@@ -163,6 +177,8 @@ async def bench_sandbox(doc: str, sessions: int, calls: int) -> dict[str, float]
     return {
         "ready_median": median_ms(ready),
         "ready_p90": p90_ms(ready),
+        "life_cpu_parent_ms": life_parent * 1000,
+        "life_cpu_sandbox_ms": life_box * 1000,
         "slice_median": median_ms(slice_rt),
         "slice_p90": p90_ms(slice_rt),
         "regex_median": median_ms(regex_rt),
@@ -258,6 +274,11 @@ def main() -> None:
     print(
         f"| worker ready, median (p90) over {args.sessions} | {n['ready_median']:.1f} ms "
         f"({n['ready_p90']:.1f}) | - | - | - |"
+    )
+    print(
+        f"| CPU per session life (start, one slice, close), mean over {args.sessions} "
+        f"| parent {n['life_cpu_parent_ms']:.1f} ms + fork server and worker "
+        f"{n['life_cpu_sandbox_ms']:.1f} ms | - | - | - |"
     )
     print(
         f"| `{SLICE}` round trip, median (p90) | {n['slice_median']:.2f} ms "

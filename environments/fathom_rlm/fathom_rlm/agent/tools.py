@@ -170,6 +170,12 @@ def _sandbox() -> Any:
     return sandbox
 
 
+def _read_only(document: str, code: str, caps: RolloutCaps) -> Any:
+    from fathom_rlm.sandbox.readonly import run_read_only
+
+    return run_read_only(document, code, caps.sandbox or _sandbox().SandboxConfig())
+
+
 @dataclass
 class _Context:
     """One agent's view: its text (the document or a slice), its depth and its sandbox."""
@@ -300,6 +306,13 @@ class RolloutTools:
         return ctx.session
 
     async def _repl(self, ctx: _Context, code: str) -> str:
+        if ctx.session is None:
+            # No state yet: a plain read of `doc` needs no worker (most sub-agents start so).
+            result = _read_only(ctx.document, code, self.caps)
+            if result is not None:
+                if ctx.depth == 0:
+                    self.record.touched_document = True
+                return format_repl_result(result)
         session = await self._session(ctx)
         try:
             result = await session.run(code)
@@ -333,7 +346,7 @@ class RolloutTools:
 
     async def _variable(self, ctx: _Context, name: str) -> str:
         if ctx.session is None:
-            raise ToolError(f"no REPL variable named {name!r} (nothing has run in the REPL yet).")
+            raise ToolError(f"no REPL variable named {name!r} (no variable has been assigned yet).")
         try:
             value = await ctx.session.read_variable(name)
         except _sandbox().SandboxError as exc:

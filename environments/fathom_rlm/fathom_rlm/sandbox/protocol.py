@@ -23,6 +23,7 @@ def encode_json(message: dict[str, Any]) -> bytes:
     return HEADER.pack(len(payload), KIND_JSON) + payload
 
 
-def encode_doc(document: str) -> bytes:
+def encode_doc(document: str) -> tuple[bytes, bytes]:
+    """Header and payload, kept apart so a large document is not copied once more to join them."""
     payload = document.encode("utf-8", "surrogatepass")
-    return HEADER.pack(len(payload), KIND_DOC) + payload
+    return HEADER.pack(len(payload), KIND_DOC), payload

@@ -18,6 +18,7 @@ import gc
 import io
 import json
 import os
+import resource
 import signal
 import socket
 import sys
@@ -27,6 +28,7 @@ from typing import Any
 from . import isolation, protocol, restricted
 
 _STDIN, _STDOUT, _STDERR = 0, 1, 2
+_NULL_TEXT: Any = None
 
 
 class Channel:
@@ -300,7 +302,7 @@ def worker_main(
     os.dup2(write_fd, _STDOUT)
     os.dup2(null, _STDERR)
     os.closerange(3, 1 << 20)  # close_fds: the fork server's socket and anything else
-    sys.stdout = sys.stderr = io.TextIOWrapper(io.FileIO(_STDERR, "w", closefd=False))
+    sys.stdout = sys.stderr = _NULL_TEXT  # fd 2 is /dev/null from here on
     channel = Channel(_STDIN, _STDOUT)
     channel.send({"op": "hello", "pid": os.getpid()})
     try:
@@ -341,6 +343,7 @@ _WARM_CELL = """
 x = re_findall(r'\\w+', doc, 'imsx')
 y = re_sub(r'(w)', r'<\\1>', doc) + re_escape('.') + to_json({'a': [1]}, indent=1)
 z = re_split(r'a', doc, 1) + re_finditer('a', doc) + most_common(doc, 1) + [counter(doc)]
+z += re_finditer(r'\\bawa\\b', doc)
 w = '{0:>5}{a:,}'.format(1, a=2) + str(from_json('[1]')) + f'{3.5:.1f}'
 print(len(x), y, z, w, sorted(map(str.lower, filter(None, x))))
 try:
@@ -367,15 +370,39 @@ def _warm_up() -> None:
     isolation.libc()
 
 
+def _reap() -> None:
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _cpu_stats() -> dict[str, float]:
+    """CPU seconds of this fork server and of every worker it has reaped (benchmarks)."""
+    _reap()
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"self": own.ru_utime + own.ru_stime, "children": kids.ru_utime + kids.ru_stime}
+
+
 def zygote_main(control_fd: int, want_netns: bool) -> None:
     sock = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
     netns = isolation.unshare_network() if want_netns else False
     caps = isolation.probe()
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # from now the kernel reaps workers
+    # Workers are reaped here rather than by the kernel (SIG_IGN) so their CPU time, exit
+    # included, adds up in RUSAGE_CHILDREN, which the parent can ask for.
+    signal.signal(signal.SIGCHLD, lambda signum, frame: _reap())
     caps["netns"] = netns
     caps["pid"] = os.getpid()
     caps["python"] = sys.version.split()[0]
+    global _NULL_TEXT
+    # Built once here rather than in every worker (it costs an encoding lookup and new objects
+    # per start); it writes to whatever fd 2 is, which each worker points at /dev/null.
+    _NULL_TEXT = io.TextIOWrapper(io.FileIO(_STDERR, "w", closefd=False), encoding="utf-8")
     _warm_up()
     gc.collect()
     gc.freeze()  # keep the warmed heap out of collections so forked pages stay shared
@@ -388,6 +415,9 @@ def zygote_main(control_fd: int, want_netns: bool) -> None:
             break
         if not message:
             break  # the parent closed its end (it exited): stop; workers die by pdeathsig
+        if not fds and message == b'{"op":"stats"}':
+            sock.send(json.dumps(_cpu_stats()).encode())
+            continue
         if len(fds) != 2:
             for fd in fds:
                 os.close(fd)
