@@ -197,6 +197,34 @@ def test_depth_accounting_with_nested_sub_calls() -> None:
     assert record.touched_document
 
 
+def test_sub_calls_can_have_their_own_chat() -> None:
+    root = Script(tools_msg(call("llm", {"prompt": "Where?", "slice": "0:200"})), answer("Denhan"))
+    sub = Script(answer("Denhan"))
+    record = asyncio.run(run_rollout(DOCUMENT, "Where did Orin Vale live?", root, sub_chat=sub))
+    assert [root.role(i) for i in range(len(root.requests))] == ["root", "root"]
+    assert [sub.role(i) for i in range(len(sub.requests))] == ["sub"]
+    assert record.final_answer == "Denhan" and record.llm_calls == 1
+
+
+def test_a_record_passed_in_keeps_what_an_interrupted_rollout_counted() -> None:
+    class Stop(RuntimeError):
+        pass
+
+    replies = [tools_msg(call("repl", {"code": "print(doc[0:20])"}))]
+
+    async def chat(messages: Any, tools: Any) -> ChatReply:
+        if not replies:
+            raise Stop()  # what a trainer's limit looks like from inside the loop
+        return ChatReply(replies.pop(0), {"prompt_tokens": 30, "completion_tokens": 5})
+
+    record = RolloutRecord()
+    with pytest.raises(Stop):
+        asyncio.run(run_rollout(DOCUMENT, "q", chat, record=record))
+    assert record.turns == 1 and record.root_tokens == 35
+    assert record.touched_document and record.tool_calls == {"repl": 1}
+    assert record.final_answer is None
+
+
 def test_max_depth_zero_offers_no_llm_and_refuses_it() -> None:
     caps = RolloutCaps(max_depth=0)
     script = Script(

@@ -20,7 +20,7 @@ import verifiers.v1 as vf
 
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.scoring import document_text
-from fathom_rlm.agent import ChatFn, ChatReply, Message, ToolSchema, run_rollout
+from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutRecord, ToolSchema, run_rollout
 
 
 class FathomHarnessConfig(vf.HarnessConfig):
@@ -48,36 +48,26 @@ def interception_client(endpoint: str, secret: str, timeout: float) -> httpx.Asy
 
 
 def interception_chat(
-    client: httpx.AsyncClient, model: str, sub_max_completion_tokens: int | None = None
+    client: httpx.AsyncClient, model: str, max_completion_tokens: int | None = None
 ) -> ChatFn:
     """The core's `ChatFn` over the chat-completions route of the interception endpoint.
 
-    Sub-calls are the requests without the root's tools; verifiers overrides any sampling knob
-    the run sets (including max tokens), so `sub_max_completion_tokens` applies only when the run
-    leaves max tokens unset.
+    verifiers overrides any sampling knob the run sets (including max tokens), so
+    `max_completion_tokens` applies only when the run leaves max tokens unset.
     """
 
     async def chat(messages: list[Message], tools: list[ToolSchema] | None) -> ChatReply:
         body: dict[str, Any] = {"model": model, "messages": messages}
         if tools:
             body["tools"] = tools
-        if sub_max_completion_tokens is not None and _is_sub_call(messages):
-            body["max_tokens"] = sub_max_completion_tokens
+        if max_completion_tokens is not None:
+            body["max_tokens"] = max_completion_tokens
         response = await client.post("chat/completions", json=body)
         response.raise_for_status()
         payload = response.json()
         return ChatReply(payload["choices"][0]["message"], payload.get("usage"))
 
     return chat
-
-
-def _is_sub_call(messages: list[Message]) -> bool:
-    # `run_rollout` takes one ChatFn for the root and every sub-call; only the root's system
-    # prompt opens with the core's fixed root role line.
-    from fathom_rlm.agent.prompts import ROOT_ROLE
-
-    first = messages[0].get("content") if messages else None
-    return not (isinstance(first, str) and first.startswith(ROOT_ROLE))
 
 
 class FathomHarness(vf.Harness[FathomHarnessConfig]):
@@ -101,15 +91,23 @@ class FathomHarness(vf.Harness[FathomHarnessConfig]):
         row: dict[str, Any] = data.row
         args = FathomArguments(**data.arguments)
         document = await document_text(row)
+        # The record fills in as the rollout runs, so a rollout that a verifiers stop or limit
+        # interrupts is still scored on what it did (its missing answer scores 0).
+        record = RolloutRecord()
+        trace.state.record = record
         async with interception_client(endpoint, secret, self.config.request_timeout) as client:
-            chat = interception_chat(client, ctx.model, args.sub_max_completion_tokens)
+            chat = interception_chat(client, ctx.model)
+            sub_chat = interception_chat(client, ctx.model, args.sub_max_completion_tokens)
             try:
-                record = await run_rollout(document, row["question"], chat, args.caps())
+                await run_rollout(
+                    document, row["question"], chat, args.caps(), sub_chat=sub_chat, record=record
+                )
             except Exception as exc:
                 if trace.stop_condition is None:
                     raise
                 # A stop hook or a rollout limit ended the exchange; verifiers expects that.
+                record.ended_by = "stopped"
+                trace.info["fathom"] = record.summary()
                 return vf.ProgramResult(exit_code=1, stdout="", stderr=repr(exc))
-        trace.state.record = record
         trace.info["fathom"] = record.summary()
         return vf.ProgramResult(exit_code=0, stdout="", stderr="")

@@ -63,7 +63,8 @@ class RolloutRecord:
     final_answer: str | None = None
     """The inner text of the final message's single `<answer>` block, if it has exactly one."""
     ended_by: str = "running"
-    """"answer" (a reply without tool calls) or "max_turns" (turn budget exhausted)."""
+    """"answer" (a reply without tool calls), "max_turns" (turn budget exhausted), or "stopped"
+    (interrupted from outside, e.g. by a trainer's limit)."""
 
     @property
     def root_tokens(self) -> int:
