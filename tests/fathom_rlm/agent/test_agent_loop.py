@@ -366,3 +366,69 @@ def test_rollout_tools_serve_an_adapter_driving_its_own_turns() -> None:
     record = asyncio.run(main())
     assert record.repl_calls == 1 and record.llm_calls == 1 and record.tool_errors == 1
     assert record.final_answer == "Denhan" and record.touched_document
+
+
+def test_repl_llm_calls_per_cell_follow_the_sub_call_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started = _track_sessions(monkeypatch)
+    code = (
+        "out = []\n"
+        "for i in range(10):\n"
+        "    try:\n"
+        "        out.append(llm('Where?', doc[:60]))\n"
+        "    except LLMError as e:\n"
+        "        out.append('E:' + str(e))\n"
+        "print(out)"
+    )
+
+    async def main() -> tuple[str, RolloutRecord]:
+        sub = Script(answer("Denhan"), answer("Denhan"))
+        caps = RolloutCaps(max_sub_calls=2, max_depth=1)
+        async with RolloutTools(DOCUMENT, sub, caps) as tools:
+            out = await tools.call("repl", {"code": code})
+            return out, tools.record
+
+    out, record = asyncio.run(main())
+    assert started[0].config.max_llm_calls_per_run == 2
+    assert out.count("'Denhan'") == 2 and out.count("more than 2 times") == 8
+    assert len(record.sub_calls) == 2 and record.tool_errors == 0
+
+
+def test_repl_llm_refusal_text_reaches_the_code() -> None:
+    code = "try:\n    llm('', doc[:60])\nexcept LLMError as e:\n    print('refused:', e)"
+
+    async def main() -> tuple[str, RolloutRecord]:
+        async with RolloutTools(DOCUMENT, Script(), RolloutCaps()) as tools:
+            return await tools.call("repl", {"code": code}), tools.record
+
+    out, record = asyncio.run(main())
+    assert out.startswith("refused: llm() prompt must be 1 to 2,000 characters")
+    assert record.tool_errors == 1
+
+
+def test_session_started_after_close_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[SandboxSession] = []
+    original = SandboxSession.start.__func__
+
+    async def main() -> str:
+        entered, gate = asyncio.Event(), asyncio.Event()
+
+        async def slow_start(cls, *args: Any, **kwargs: Any) -> SandboxSession:
+            entered.set()
+            await gate.wait()
+            session = await original(cls, *args, **kwargs)
+            started.append(session)
+            return session
+
+        monkeypatch.setattr(SandboxSession, "start", classmethod(slow_start))
+        tools = RolloutTools(DOCUMENT, Script(), RolloutCaps())
+        task = asyncio.ensure_future(tools.call("repl", {"code": "x = 1"}))
+        await entered.wait()
+        await tools.close()
+        gate.set()
+        return await task
+
+    out = asyncio.run(main())
+    assert out == "Error: the rollout is over."
+    assert len(started) == 1 and started[0]._closed

@@ -8,6 +8,7 @@ import os
 
 import pytest
 from fathom_rlm.sandbox import (
+    LLMRefused,
     ReplResult,
     SandboxConfig,
     SandboxError,
@@ -327,7 +328,7 @@ def test_llm_rpc_returns_callback_text() -> None:
 
 def test_llm_callback_error_is_catchable() -> None:
     async def llm(prompt: str, text: str) -> str:
-        raise ValueError("budget exhausted")
+        raise LLMRefused("budget exhausted")
 
     (result,) = run_all(
         ["try:\n    llm('q', 't')\nexcept LLMError as e:\n    print('failed:', e)"], llm=llm

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fathom_rlm.agent import prompts
@@ -300,9 +300,20 @@ class RolloutTools:
                 if ctx.session is None:
                     if self._closed:
                         raise ToolError("the rollout is over.")
-                    ctx.session = await _sandbox().SandboxSession.start(
-                        ctx.document, config=self.caps.sandbox, llm=self._repl_llm(ctx)
+                    sandbox = _sandbox()
+                    config = self.caps.sandbox or sandbox.SandboxConfig()
+                    # A cell cannot use more sub-calls than the rollout has, so more llm()
+                    # requests from one cell are refused in the worker without a round trip.
+                    per_run = max(1, min(config.max_llm_calls_per_run, self.caps.max_sub_calls))
+                    ctx.session = await sandbox.SandboxSession.start(
+                        ctx.document,
+                        config=replace(config, max_llm_calls_per_run=per_run),
+                        llm=self._repl_llm(ctx),
                     )
+                    if self._closed:
+                        # close() ran while the worker was starting and could not see it.
+                        await _close_session(ctx)
+                        raise ToolError("the rollout is over.")
         return ctx.session
 
     async def _repl(self, ctx: _Context, code: str) -> str:
@@ -375,9 +386,10 @@ class RolloutTools:
                 if ctx.depth >= self.caps.max_depth:
                     raise ToolError("llm() is not available at this depth.")
                 return await self._sub_call(ctx, prompt, text, "repl", "repl", None)
-            except ToolError:
+            except ToolError as exc:
                 self.record.tool_errors += 1
-                raise
+                # A refusal: the sandbox shows its text and charges its time to the cell.
+                raise _sandbox().LLMRefused(str(exc)) from None
 
         return llm
 

@@ -7,6 +7,7 @@ See docs/sandbox.md for the threat model and measurements.
 """
 
 from .session import (
+    LLMRefused,
     ReplResult,
     SandboxConfig,
     SandboxError,
@@ -18,6 +19,7 @@ from .session import (
 )
 
 __all__ = [
+    "LLMRefused",
     "ReplResult",
     "SandboxConfig",
     "SandboxError",

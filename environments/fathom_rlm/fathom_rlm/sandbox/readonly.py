@@ -26,8 +26,10 @@ from .session import ReplResult, SandboxConfig
 
 def _expr(tag: str) -> str:
     # ASCII digits only and no leading zeros, as in Python source; spaces and tabs between tokens.
+    # The trailing blanks belong to the optional number: two adjacent blank runs around an
+    # empty group would split one run every possible way on a failed match (quadratic).
     def bound(name: str) -> str:
-        return rf"[ \t]*(?P<{name}{tag}>-?(?:0|[1-9][0-9]{{0,8}}))?[ \t]*"
+        return rf"[ \t]*(?:(?P<{name}{tag}>-?(?:0|[1-9][0-9]{{0,8}}))[ \t]*)?"
 
     length = rf"(?P<len{tag}>len[ \t]*\([ \t]*doc[ \t]*\))"
     return rf"(?:doc[ \t]*\[{bound('a')}:{bound('b')}\]|{length})"

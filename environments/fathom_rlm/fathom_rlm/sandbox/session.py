@@ -11,6 +11,7 @@ import atexit
 import contextlib
 import fcntl
 import importlib.util
+import itertools
 import json
 import os
 import shutil
@@ -36,11 +37,20 @@ class SandboxError(Exception):
     """The sandbox could not do what was asked (start failed, variable missing, closed...)."""
 
 
+class LLMRefused(Exception):
+    """Raised by an llm callback that turns a request down without calling a model.
+
+    Its message is shown to the sandboxed code (as `LLMError`), and the time it took counts
+    against the call's budget like any other work the code does. Any other exception from the
+    callback is reported only by its type, since its text may carry internal details.
+    """
+
+
 @dataclass(frozen=True)
 class SandboxConfig:
     """Limits and isolation for one session. Defaults suit a ~200K-token document."""
 
-    call_timeout_s: float = 5.0  # wall clock per run(); llm() wait time is not counted
+    call_timeout_s: float = 5.0  # wall clock per run(); only real llm() sub-calls are excluded
     memory_mb: int = 1024  # RLIMIT_AS of the worker
     cpu_seconds: int = 120  # RLIMIT_CPU over the worker's lifetime
     max_output_chars: int = 4000  # printed output beyond this is cut, with a note
@@ -55,6 +65,7 @@ class SandboxConfig:
     filesystem_lock: bool = True  # Landlock with no allowed path, when the kernel has it
     syscall_filter: bool = True  # seccomp filter (blocks socket() unless network="none")
     llm_timeout_s: float | None = None  # optional bound on one llm() callback
+    max_llm_calls_per_run: int = 32  # further llm() calls in the same run() fail in the worker
 
 
 @dataclass
@@ -126,7 +137,8 @@ class _ForkServer:
         finally:
             child_sock.close()
         self.sock = parent_sock
-        self.lock = threading.Lock()
+        # Re-entrant: a GC finalizer that kills a worker may run on a thread holding it.
+        self.lock = threading.RLock()
         parent_sock.settimeout(timeout)
         try:
             hello = parent_sock.recv(1 << 16)
@@ -146,6 +158,15 @@ class _ForkServer:
     def spawn(self, config: dict[str, Any], fds: list[int]) -> None:
         with self.lock:
             socket.send_fds(self.sock, [json.dumps(config).encode()], fds)
+
+    def kill(self, token: str) -> None:
+        """SIGKILL the worker spawned with `token`; for when no pidfd could be opened for it.
+
+        The fork server signals only a child it has not reaped yet, so the signal cannot reach
+        a process that reused the worker's pid.
+        """
+        with self.lock:
+            self.sock.send(json.dumps({"op": "kill", "token": token}).encode())
 
     def cpu_stats(self) -> dict[str, float]:
         with self.lock:
@@ -261,6 +282,7 @@ _PIPE_MAX = 1 << 20  # the usual unprivileged ceiling (/proc/sys/fs/pipe-max-siz
 
 # Every working directory created and not yet removed (tests check it ends empty).
 _WORKDIRS: set[str] = set()
+_TOKENS = itertools.count(1)
 
 
 @dataclass
@@ -269,6 +291,8 @@ class _WorkerHandle:
 
     pid: int | None = None
     pidfd: int | None = None
+    server: _ForkServer | None = None  # the worker's parent: kills it when there is no pidfd
+    token: str | None = None  # names the worker to its fork server
     workdir: str | None = None
     transports: list[Any] = field(default_factory=list)
 
@@ -276,6 +300,11 @@ class _WorkerHandle:
         if self.pidfd is not None:
             with contextlib.suppress(ProcessLookupError, OSError):
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        elif self.token is not None and self.server is not None and self.server.alive():
+            # No pidfd (old kernel, pidfd_open failed, or no greeting yet). If the server is
+            # gone, so is the worker (parent-death signal).
+            with contextlib.suppress(OSError):
+                self.server.kill(self.token)
 
     def release(self) -> None:
         self.kill()
@@ -383,6 +412,8 @@ class SandboxSession:
         self._writer = None
         self._handle.release()
         self._handle.pid = None
+        self._handle.server = None
+        self._handle.token = None
         if reason is not None and not self._closed:
             self._lost = reason
 
@@ -398,29 +429,57 @@ class SandboxSession:
         self._handle.workdir = workdir
         os.chmod(workdir, 0o711)  # the worker may enter it but, not owning it, cannot write
         to_worker_r, to_worker_w = os.pipe()
-        from_worker_r, from_worker_w = os.pipe()
-        header, payload = protocol.encode_doc(self._document)
-        if len(payload) > _PIPE_DEFAULT:
-            # Room for the whole document: one write here and one read in the worker, instead of
-            # a wake-up on both sides per 64 KB. Pages are only used while data sits in the pipe.
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(to_worker_w, _F_SETPIPE_SZ, min(len(payload) + len(header), _PIPE_MAX))
+        try:
+            from_worker_r, from_worker_w = os.pipe()
+        except BaseException:
+            os.close(to_worker_r)
+            os.close(to_worker_w)
+            raise
+        # The parent's ends as file objects (closing one twice is harmless); each is closed here
+        # on any failure until a transport owns it.
+        read_pipe: Any = os.fdopen(from_worker_r, "rb", 0)
+        write_pipe: Any = os.fdopen(to_worker_w, "wb", 0)
+        try:
+            reader = await self._connect(server, netns, to_worker_r, from_worker_w, read_pipe)
+            read_pipe = None
+            await self._connect_writer(write_pipe)
+            write_pipe = None
+        except BaseException:
+            for pipe in (read_pipe, write_pipe):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
+            raise
+        await self._handshake(reader)
+
+    async def _connect(
+        self,
+        server: _ForkServer,
+        netns: bool,
+        to_worker_r: int,
+        from_worker_w: int,
+        read_pipe: Any,
+    ) -> asyncio.StreamReader:
+        """Hand the worker's pipe ends to the fork server, then watch the worker's output."""
+        config = self.config
         spawn_config = {
-            "workdir": workdir,
+            "workdir": self._handle.workdir,
             "memory_mb": config.memory_mb,
             "cpu_seconds": config.cpu_seconds,
             "max_open_files": config.max_open_files,
             "max_processes": config.max_processes,
             "max_output_chars": config.max_output_chars,
             "max_code_chars": config.max_code_chars,
+            "max_llm_calls_per_run": config.max_llm_calls_per_run,
             "uid": config.uid,
             "uid_base": config.uid_base,
             "network": self.isolation,
             "filesystem_lock": config.filesystem_lock,
             "syscall_filter": config.syscall_filter,
             "allow_unsafe_exec_for_tests": self._allow_unsafe_exec,
+            "token": f"{os.getpid()}-{next(_TOKENS)}",
         }
-        loop = asyncio.get_running_loop()
+        self._handle.token = spawn_config["token"]
         try:
             try:
                 server.spawn(spawn_config, [to_worker_r, from_worker_w])
@@ -430,17 +489,37 @@ class SandboxSession:
         finally:
             os.close(to_worker_r)
             os.close(from_worker_w)
+        self._handle.server = server
         reader = asyncio.StreamReader(limit=protocol.MAX_WORKER_FRAME)
-        read_transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(from_worker_r, "rb", 0)
+        read_transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), read_pipe
         )
         self._handle.transports.append(read_transport)
-        write_transport, _ = await loop.connect_write_pipe(
-            asyncio.Protocol, os.fdopen(to_worker_w, "wb", 0)
+        return reader
+
+    async def _connect_writer(self, write_pipe: Any) -> None:
+        write_transport, _ = await asyncio.get_running_loop().connect_write_pipe(
+            asyncio.Protocol, write_pipe
         )
         self._handle.transports.append(write_transport)
-        self._reader = reader
         self._writer = write_transport
+
+    async def _handshake(self, reader: asyncio.StreamReader) -> None:
+        """Send the document and wait until the worker is confined and ready."""
+        config = self.config
+        write_transport = self._writer
+        assert write_transport is not None
+        header, payload = protocol.encode_doc(self._document)
+        if len(payload) > _PIPE_DEFAULT:
+            # Room for the whole document: one write here and one read in the worker, instead of
+            # a wake-up on both sides per 64 KB. Pages are only used while data sits in the pipe.
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(
+                    write_transport.get_extra_info("pipe").fileno(),
+                    _F_SETPIPE_SZ,
+                    min(len(payload) + len(header), _PIPE_MAX),
+                )
+        self._reader = reader
         write_transport.write(header)
         write_transport.write(payload)
         del payload
@@ -451,6 +530,7 @@ class SandboxSession:
                     raise SandboxError("sandbox worker sent an unexpected greeting")
                 self.pid = self._handle.pid = hello["pid"]
                 with contextlib.suppress(OSError):
+                    # Without one, kill() goes through the fork server instead.
                     self._handle.pidfd = os.pidfd_open(hello["pid"])
                 ready = await self._recv()
         except TimeoutError:
@@ -491,46 +571,66 @@ class SandboxSession:
             raise _WorkerGone()
         return message
 
-    async def _answer_llm(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def _answer_llm(self, message: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """The reply to one llm() request, and whether a model was really called for it.
+
+        Only the time of a real call is kept off the call's budget; a refusal is answered at
+        once and counts like any other work of the code.
+        """
         prompt, text = message.get("prompt"), message.get("text")
         if not isinstance(prompt, str) or not isinstance(text, str):
-            return {"op": "llm_result", "ok": False, "error": "llm() takes two str arguments"}
+            return _llm_refusal("llm() takes two str arguments"), False
         if self._llm is None:
-            return {
-                "op": "llm_result",
-                "ok": False,
-                "error": "llm() is not available: no model is attached to this sandbox",
-            }
+            return _llm_refusal(
+                "llm() is not available: no model is attached to this sandbox"
+            ), False
         try:
             if self.config.llm_timeout_s is None:
                 answer = await self._llm(prompt, text)
             else:
                 async with asyncio.timeout(self.config.llm_timeout_s):
                     answer = await self._llm(prompt, text)
+        except LLMRefused as exc:
+            return _llm_refusal(str(exc)[:2000] or "llm() was refused"), False
         except TimeoutError:
             error = f"llm() took longer than {self.config.llm_timeout_s} s"
-            return {"op": "llm_result", "ok": False, "error": error}
+            return {"op": "llm_result", "ok": False, "error": error}, True
         except Exception as exc:
-            return {"op": "llm_result", "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            # The text of an arbitrary error (a client's, with its URL) is not for the model.
+            error = f"llm() failed: {type(exc).__name__}"
+            return {"op": "llm_result", "ok": False, "error": error}, True
         if not isinstance(answer, str):
-            return {"op": "llm_result", "ok": False, "error": "llm() callback returned no text"}
-        return {"op": "llm_result", "ok": True, "text": answer}
+            return {
+                "op": "llm_result",
+                "ok": False,
+                "error": "llm() callback returned no text",
+            }, True
+        return {"op": "llm_result", "ok": True, "text": answer}, True
 
     async def _exchange(self, request: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        """Send one request; serve llm() calls until the result. The clock excludes llm waits."""
+        """Send one request; serve llm() calls until the result.
+
+        The budget is wall-clock time since the request was sent, minus the time spent awaiting
+        real model calls. Refused llm() calls are not deducted, so code that loops on them cannot
+        hold the call (and this process's attention) open beyond the limit.
+        """
         budget = self.config.call_timeout_s + self.config.kill_grace_s
         llm_wait = 0.0
+        excluded = 0.0
+        started = time.perf_counter()
         self._send(request)
         while True:
-            mark = time.perf_counter()
-            async with asyncio.timeout(budget):
+            remaining = budget - (time.perf_counter() - started - excluded)
+            async with asyncio.timeout(max(remaining, 0.0)):
                 message = await self._recv()
-            budget -= time.perf_counter() - mark
             if message.get("op") != "llm":
                 return message, llm_wait
             mark = time.perf_counter()
-            answer = await self._answer_llm(message)
-            llm_wait += time.perf_counter() - mark
+            answer, real = await self._answer_llm(message)
+            spent = time.perf_counter() - mark
+            llm_wait += spent
+            if real:
+                excluded += spent
             self._send(answer)
 
     # -- public calls -----------------------------------------------------------------------
@@ -665,6 +765,11 @@ class SandboxSession:
             llm_calls=0,
             worker_restarted=restarted is not None,
         )
+
+
+def _llm_refusal(error: str) -> dict[str, Any]:
+    # "refused" tells the worker to charge the wait to the call, as the parent does.
+    return {"op": "llm_result", "ok": False, "error": error, "refused": True}
 
 
 def _restart_note(reason: str) -> str:

@@ -40,7 +40,10 @@ class Channel:
         self._write_fd = write_fd
 
     def send(self, message: dict[str, Any]) -> None:
-        data = memoryview(protocol.encode_json(message))
+        self.write(protocol.encode_json(message))
+
+    def write(self, frame: bytes) -> None:
+        data = memoryview(frame)
         while data:
             data = data[os.write(self._write_fd, data) :]
 
@@ -104,20 +107,40 @@ class Worker:
         self.buffer = restricted.OutputBuffer(int(config["max_output_chars"]))
         self.llm_calls = 0
         self.llm_wait = 0.0
+        self.max_llm_calls = int(config.get("max_llm_calls_per_run", 32))
         self.globals = restricted.make_globals(document, self.buffer, self._llm)
 
     def _llm(self, prompt: Any, text: Any = "") -> str:
         """llm(prompt, text): a request to the parent over the pipe, answered with a str."""
         if not isinstance(prompt, str) or not isinstance(text, str):
             raise TypeError("llm(prompt, text) takes two str arguments")
-        remaining = self.clock.pause()  # time spent waiting on the parent is not charged
-        started = time.perf_counter()
+        if self.llm_calls >= self.max_llm_calls:
+            # Refused here, without a message: a loop of failing calls then costs the parent
+            # nothing more and runs into the call's clock like any other loop.
+            raise restricted.LLMError(
+                f"llm() was called more than {self.max_llm_calls} times in this call; this "
+                "one was not sent"
+            )
+        self.llm_calls += 1
+        frame = protocol.encode_json({"op": "llm", "prompt": prompt, "text": text})
+        # Encoding is charged; the alarm may not interrupt a half-written frame, so it is held
+        # (the timer keeps running) until the write is done.
+        active, self.clock.active = self.clock.active, False
         try:
-            self.channel.send({"op": "llm", "prompt": prompt, "text": text})
+            self.channel.write(frame)
+        finally:
+            self.clock.active = active
+        del frame
+        remaining = self.clock.pause()  # only the wait for the parent's answer is excluded
+        started = time.perf_counter()
+        reply = None
+        try:
             reply = self.channel.recv()
         finally:
-            self.llm_wait += time.perf_counter() - started
-            self.llm_calls += 1
+            waited = time.perf_counter() - started
+            self.llm_wait += waited
+            if isinstance(reply, dict) and reply.get("refused"):
+                remaining -= waited  # the parent refused at once and charges it too
             self.clock.resume(remaining)
         if reply is None:
             os._exit(0)  # the parent is gone
@@ -370,6 +393,11 @@ def _warm_up() -> None:
     isolation.libc()
 
 
+# Live workers by the token the parent gave at spawn. SIGCHLD is blocked while this is read or
+# filled, so a pid found here is an unreaped child: it cannot belong to another process.
+_LIVE: dict[str, int] = {}
+
+
 def _reap() -> None:
     while True:
         try:
@@ -378,6 +406,20 @@ def _reap() -> None:
             return
         if pid == 0:
             return
+        for token in [t for t, p in _LIVE.items() if p == pid]:
+            del _LIVE[token]
+
+
+def _kill_worker(token: Any) -> None:
+    """SIGKILL the worker spawned with `token`, for a parent that has no pidfd for it."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    try:
+        pid = _LIVE.get(token) if isinstance(token, str) else None
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _cpu_stats() -> dict[str, float]:
@@ -418,18 +460,27 @@ def zygote_main(control_fd: int, want_netns: bool) -> None:
         if not fds and message == b'{"op":"stats"}':
             sock.send(json.dumps(_cpu_stats()).encode())
             continue
+        if not fds:
+            with contextlib.suppress(ValueError):
+                request = json.loads(message)
+                if isinstance(request, dict) and request.get("op") == "kill":
+                    _kill_worker(request.get("token"))
+            continue
         if len(fds) != 2:
             for fd in fds:
                 os.close(fd)
             continue
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
         try:
             config = json.loads(message)
             pid = os.fork()
         except Exception:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
             for fd in fds:
                 os.close(fd)
             continue
         if pid == 0:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
             code = 0
             try:
                 worker_main(fds[0], fds[1], config, my_pid, caps)
@@ -437,6 +488,10 @@ def zygote_main(control_fd: int, want_netns: bool) -> None:
                 code = 1
             finally:
                 os._exit(code)
+        token = config.get("token") if isinstance(config, dict) else None
+        if isinstance(token, str):
+            _LIVE[token] = pid
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         for fd in fds:
             os.close(fd)
     os._exit(0)
