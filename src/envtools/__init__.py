@@ -1,1 +1,1 @@
-"""Cross-environment tools: scripted policy server, GDPO reference, evaluation reports."""
+"""Cross-environment tools: scripted policy server, scripted policies, offline evaluation report."""

@@ -36,7 +36,7 @@ from typing import Any
 
 from fathom_rlm.agent import ChatFn, ChatReply, RolloutCaps, run_rollout
 from fathom_rlm.documents import FAMILIES, build_split, get_document
-from fathom_rlm.rewards import COMPONENT_NAMES, REWARD_NAME, score_rollout
+from fathom_rlm.rewards import COMPONENT_NAMES, REWARD_NAME, RewardConfig, score_rollout
 
 from envtools.policies import fathom
 from envtools.policies.base import Policy
@@ -253,7 +253,7 @@ async def run_one(
             run_rollout(document, row["question"], contender.chat, caps, transcript=transcript),
             timeout_s,
         )
-        scores = score_rollout(record, row, document=document)
+        scores = score_rollout(record, row, RewardConfig.from_caps(caps), document=document)
     except Exception as exc:  # any policy, endpoint or tool failure stays with this rollout
         out["error"] = _error_text(exc)
         out["root_turns_before_error"] = sum(m.get("role") == "assistant" for m in transcript)

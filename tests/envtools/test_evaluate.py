@@ -220,6 +220,25 @@ def test_a_failing_policy_is_recorded_per_rollout_and_the_run_completes(
     assert (tmp_path / CHART_NAME).exists()
 
 
+def test_the_rollout_caps_reach_the_reward(easy_rows: list[dict[str, Any]]) -> None:
+    from fathom_rlm.agent import RolloutCaps
+
+    row = next(r for r in easy_rows if len(r["answer"]) > 4)
+    [reference] = scripted_contenders(["fathom-reference"])
+
+    def run(caps: RolloutCaps | None) -> dict[str, Any]:
+        with evaluate.registered_tasks([row]):
+            return asyncio.run(evaluate.run_one(reference, 0, row, caps=caps))
+
+    default = run(None)
+    assert default["error"] is None and default["scores"]["correctness"] == 1.0
+    # The same right answer is longer than a 4-character cap: the reward applies that cap.
+    capped = run(RolloutCaps(max_answer_chars=4))
+    assert capped["error"] is None and capped["answer"] == default["answer"]
+    assert capped["scores"]["format_gate"] == 1.0
+    assert capped["scores"]["correctness"] == 0.0
+
+
 # ------------------------------------------------------------------------ real endpoints
 
 

@@ -94,3 +94,56 @@ def test_rewards_equal_the_core(
 
     core = score_completion(reply, "29", grader, GSM8KConfig(), completion_tokens)
     assert asyncio.run(score()) == (core["correct_answer"], core["length_reward"])
+
+
+class _Trace:
+    """A trace stand-in that, like `vf.Trace`, can be weakly referenced."""
+
+    def __init__(self, last_reply: str, completion_tokens: int) -> None:
+        self.last_reply = last_reply
+        self.usage = SimpleNamespace(completion_tokens=completion_tokens)
+
+
+class _CountingGrader:
+    def __init__(self, inner: MathGrader) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    async def agrade(self, predicted: str | None, gold: str) -> bool:
+        self.calls += 1
+        await asyncio.sleep(0.01)  # both rewards are waiting by the time the grade lands
+        return await self.inner.agrade(predicted, gold)
+
+
+def test_both_rewards_share_one_grading_per_trace(
+    grader: MathGrader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gsm8k_multireward.adapters import v1
+    from gsm8k_multireward.adapters.v1 import GSM8KMultirewardData, GSM8KMultirewardTask
+
+    counting = _CountingGrader(grader)
+    monkeypatch.setattr(v1, "_grader", lambda *_: counting)
+    task = GSM8KMultirewardTask(GSM8KMultirewardData(prompt="q", answer="29"))
+    reply = "<think>ok</think> \\boxed{29}"
+    core = score_completion(reply, "29", grader, GSM8KConfig(), 12)
+    expected = (core["correct_answer"], core["length_reward"])
+
+    async def concurrently(trace: object) -> tuple[float, float]:
+        return tuple(await asyncio.gather(task.correct_answer(trace), task.length_reward(trace)))
+
+    async def one_after_the_other(trace: object) -> tuple[float, float]:
+        return await task.correct_answer(trace), await task.length_reward(trace)
+
+    async def run() -> None:
+        trace = _Trace(reply, 12)
+        assert await concurrently(trace) == expected
+        assert counting.calls == 1
+        assert await one_after_the_other(_Trace(reply, 12)) == expected
+        assert counting.calls == 2
+        # A trace whose reply changed is graded again, not served the old scores.
+        trace.last_reply = "\\boxed{30}"
+        assert (await task.correct_answer(trace), await task.length_reward(trace))[0] == 0.0
+        assert counting.calls == 3
+
+    asyncio.run(run())
+    assert not v1._GRADINGS  # nothing kept once the traces are gone

@@ -13,11 +13,13 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fathom_rlm.agent.answer import answer_blocks, single_answer
 from fathom_rlm.agent.record import RolloutRecord
-from fathom_rlm.documents.world import CHAPTER_TOKENS
+
+if TYPE_CHECKING:
+    from fathom_rlm.agent.caps import RolloutCaps
 
 REWARD_NAME = "reward"
 COMPONENT_NAMES = ("format_gate", "correctness", "token_budget", "recursion_efficiency")
@@ -61,6 +63,20 @@ class RewardConfig:
     """Oracle (aggregation): one section a depth-1 sub-call covers; the rollout's slice cap."""
     require_evidence: bool = True
     """Correctness also needs some supporting evidence to have been shown (`evidence_seen`)."""
+
+    @classmethod
+    def from_caps(cls, caps: RolloutCaps | None, **overrides: Any) -> RewardConfig:
+        """The config whose limits that are also rollout caps (`max_answer_chars`,
+        `max_slice_chars`) are taken from `caps`, so the scorer and the prompt agree. None
+        means the default caps; `overrides` set any other field."""
+        if caps is None:
+            from fathom_rlm.agent.caps import RolloutCaps
+
+            caps = RolloutCaps()
+        return cls(
+            **{"max_answer_chars": caps.max_answer_chars, "max_slice_chars": caps.max_slice_chars}
+            | overrides
+        )
 
 
 # ------------------------------------------------------------------------------ components
@@ -151,18 +167,13 @@ def _merge_windows(spans: Sequence[Sequence[int]], window: int) -> list[tuple[in
     return groups
 
 
-_CHAPTER_RANGE = re.compile(r"chapters?\s+(\d+)\s+(?:to|and)\s+(?:chapter\s+)?(\d+)", re.I)
-
-
 def _aggregation_region_chars(task_row: Mapping[str, Any], spans: Sequence[Sequence[int]]) -> int:
-    """Characters of the chapter range the question names (chapters average CHAPTER_TOKENS), or
-    the extent of the supporting spans when the question names no range."""
-    match = _CHAPTER_RANGE.search(str(task_row.get("question", "")))
-    doc_tokens = int(task_row.get("doc_tokens", 0))
-    if match and doc_tokens > 0:
-        first, last = sorted((int(match.group(1)), int(match.group(2))))
-        n_chapters = max(4, round(doc_tokens / CHAPTER_TOKENS))
-        return round((last - first + 1) * doc_tokens * 4 / n_chapters)
+    """Characters of the row's `region` (the counted chapter range, as the generator built it),
+    or the extent of the supporting spans for a row without one."""
+    region = task_row.get("region")
+    if region:
+        start, end = (int(x) for x in region)
+        return end - start
     return max(int(e) for _, e in spans) - min(int(s) for s, _ in spans)
 
 
@@ -172,9 +183,9 @@ def oracle_tokens(task_row: Mapping[str, Any], config: RewardConfig | None = Non
     * depth 0 (exact_id): one search whose hit line holds the answer: `search_tokens`.
     * depth 1 (single_hop, multi_hop, temporal, comparison): per group of supporting spans that
       fit one read window, one search plus one sub-call reading `read_chars`.
-    * depth 2 (aggregation): one search for the chapter starts, then the asked chapter range read
-      in sections of at most `max_slice_chars`; each section costs a sub-call that hands it to
-      one plain reader (two overheads) plus the section's own tokens.
+    * depth 2 (aggregation): one search for the chapter starts, then the asked chapter range (the
+      row's `region`) read in sections of at most `max_slice_chars`; each section costs a
+      sub-call that hands it to one plain reader (two overheads) plus the section's own tokens.
     """
     cfg = config or RewardConfig()
     depth = int(task_row.get("depth", 1))

@@ -129,11 +129,28 @@ def test_oracle_costs_per_family() -> None:
     assert oracle_tokens(_row(spans=[[100, 160], [40_000, 40_060]]), cfg) == 2 * one_read
     assert oracle_tokens(_row(spans=[[100, 160], [900, 960]]), cfg) == one_read
     question = "How many arrivals of new residents did Denhan see between chapter 5 and chapter 11?"
-    agg = _row(family="aggregation", depth=2, question=question, spans=[[30_000, 30_100]])
-    # 7 of 11 chapters of a 16K-token document: ~40K characters in 4 sections of <= 12K.
-    region = round(7 * 16_000 * 4 / 11)
-    expected = cfg.search_tokens + 4 * (2 * cfg.sub_call_overhead_tokens + -(-region // 4 // 4))
-    assert abs(oracle_tokens(agg, cfg) - expected) <= 4
+    agg = _row(
+        family="aggregation",
+        depth=2,
+        question=question,
+        spans=[[30_000, 30_100]],
+        region=[10_000, 50_000],
+    )
+    # The counted chapters hold 40K characters: 4 sections of 10K characters (2,500 tokens).
+    expected = cfg.search_tokens + 4 * (2 * cfg.sub_call_overhead_tokens + 2_500)
+    assert oracle_tokens(agg, cfg) == expected
+    # The region, not the question's wording, sets the cost.
+    assert oracle_tokens({**agg, "question": "How many, in chapters 1 to 2?"}, cfg) == expected
+    # A row without a region falls back to the extent of its spans (here one read window).
+    spread = {**agg, "region": None, "spans": [[30_000, 30_100], [32_000, 32_100]]}
+    assert (
+        oracle_tokens(spread, cfg) == cfg.search_tokens + 2 * cfg.sub_call_overhead_tokens + 1_000
+    )
+    # A smaller slice cap means more sections, each with its own overheads.
+    small = RewardConfig(max_slice_chars=5_000)
+    assert oracle_tokens(agg, small) == cfg.search_tokens + 8 * (
+        2 * cfg.sub_call_overhead_tokens + 1_250
+    )
 
 
 def test_evidence_recall_from_ranges_and_texts() -> None:

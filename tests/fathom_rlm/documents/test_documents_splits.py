@@ -8,7 +8,17 @@ import pytest
 from fathom_rlm.documents import SPLIT_SIZES, build_split, get_document, split_seeds
 from fathom_rlm.documents import splits as splits_module
 
-ROW_KEYS = {"question", "answer", "aliases", "seed", "family", "depth", "spans", "doc_tokens"}
+ROW_KEYS = {
+    "question",
+    "answer",
+    "aliases",
+    "seed",
+    "family",
+    "depth",
+    "spans",
+    "doc_tokens",
+    "region",
+}
 
 
 def test_full_size_split_seeds_are_disjoint():
@@ -35,6 +45,12 @@ def test_small_split_rows(monkeypatch):
         assert set(r) == ROW_KEYS
         assert r["doc_tokens"] == 16_000
         assert all(isinstance(s, list) and len(s) == 2 for s in r["spans"])
+        # Only aggregation rows name a region: the counted chapters, holding every span.
+        if r["family"] == "aggregation":
+            start, end = r["region"]
+            assert all(start <= s and e <= end for s, e in r["spans"])
+        else:
+            assert r["region"] is None
     blob = json.dumps(rows)
     assert len(blob) / len(rows) < 1000  # small rows: never the document
     assert json.loads(blob) == rows

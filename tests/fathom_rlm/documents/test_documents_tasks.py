@@ -230,6 +230,14 @@ def test_aggregation_region_and_counts(family_tasks):
         a, b = (int(x) for x in re.findall(r"\b\d+\b", task.question))
         region = doc.chapters[b - 1].end - doc.chapters[a - 1].start
         assert region >= min(64_000, 0.6 * len(doc.text))  # several sub-call slices
+        # The row carries the counted chapters' exact character range (the reward's oracle
+        # reads it), and every counted span lies inside it.
+        assert task.region == (doc.chapters[a - 1].start, doc.chapters[b - 1].end)
+        assert task.row(doc)["region"] == [doc.chapters[a - 1].start, doc.chapters[b - 1].end]
+        assert all(
+            task.region[0] <= s and e <= task.region[1]
+            for s, e in (ev.span for ev in task.evidence)
+        )
         assert 1 <= int(task.answer) <= MAX_COUNT
         assert task.aliases == (NUMBER_WORDS[int(task.answer)],)
 

@@ -45,6 +45,10 @@ class FathomArguments:
     max_tool_calls_per_turn: int = _CAPS.max_tool_calls_per_turn
 
     def __post_init__(self) -> None:
+        for name in ("num_examples", "sub_max_completion_tokens"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or value < 1):
+                raise ValueError(f"fathom-rlm argument {name} must be None or >= 1, got {value!r}")
         self.caps()  # fail at load time, not inside the first rollout
 
     @classmethod
@@ -60,9 +64,6 @@ class FathomArguments:
 
     def caps(self) -> RolloutCaps:
         return RolloutCaps(**{name: getattr(self, name) for name in CAP_FIELDS})
-
-    def caps_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in CAP_FIELDS}
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

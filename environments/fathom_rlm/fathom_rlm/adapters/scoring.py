@@ -51,10 +51,8 @@ async def document_text(row: dict[str, Any]) -> str:
 
 
 def reward_config(args: FathomArguments) -> RewardConfig:
-    """The reward's limits that are also rollout caps, so the scorer and the prompt agree."""
-    return RewardConfig(
-        max_answer_chars=args.max_answer_chars, max_slice_chars=args.max_slice_chars
-    )
+    """The reward config of these arguments' rollout caps, so the scorer and the prompt agree."""
+    return RewardConfig.from_caps(args.caps())
 
 
 def score(

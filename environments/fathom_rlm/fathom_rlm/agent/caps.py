@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from fathom_rlm.sandbox import SandboxConfig
@@ -22,7 +22,8 @@ class RolloutCaps:
     max_depth: int = 2
     """Sub-calls at depth < max_depth get tools; at max_depth they are plain completions."""
     max_answer_chars: int = 64
-    """Longest answer that can score (used by the reward; shown to the model in the prompt)."""
+    """Longest answer that can score (shown to the model in the prompt; the reward reads it
+    through `RewardConfig.from_caps`)."""
     max_code_chars: int = 8_000
     """Longest `repl` code argument."""
     max_prompt_chars: int = 2_000
@@ -49,8 +50,3 @@ class RolloutCaps:
                 raise ValueError(f"{name} must be >= 1")
         if self.max_sub_calls < 0 or self.max_depth < 0:
             raise ValueError("max_sub_calls and max_depth must be >= 0")
-
-    def replace(self, **changes: Any) -> RolloutCaps:
-        from dataclasses import replace
-
-        return replace(self, **changes)

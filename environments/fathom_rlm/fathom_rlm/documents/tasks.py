@@ -99,6 +99,9 @@ class Task:
     # Every value the question's semantics allow, computed from the world: must be one.
     gold_values: tuple[str, ...]
     wordings: tuple[str, ...] = ()  # alternative questions, tried in order
+    # Character range [start, end) of the text the question asks about as a whole (the counted
+    # chapters of an aggregation); None when the answer rests on the supporting spans alone.
+    region: tuple[int, int] | None = None
 
     @property
     def depth(self) -> int:
@@ -114,6 +117,7 @@ class Task:
             "depth": self.depth,
             "spans": [[s, e] for s, e in (ev.span for ev in self.evidence)],
             "doc_tokens": document.doc_tokens,
+            "region": None if self.region is None else list(self.region),
         }
 
 
@@ -643,7 +647,8 @@ class TaskBuilder:
         if any(e is None for e in evidence):
             return None
         ev_t = tuple(sorted((e for e in evidence if e is not None), key=lambda e: e.span))
-        return _task(wordings, rng, ans, aliases, "aggregation", "number", ev_t, (ans,))
+        task = _task(wordings, rng, ans, aliases, "aggregation", "number", ev_t, (ans,))
+        return replace(task, region=(chapters[a].start, chapters[b].end))
 
     def _comparison(self, rng: random.Random) -> Task | None:
         w = self.w

@@ -15,7 +15,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from functools import cache
+from typing import Any
 
 import verifiers.v1 as vf
 from pydantic import model_validator
@@ -53,22 +56,48 @@ def _grader(max_workers: int, timeout: float) -> MathGrader:
     return MathGrader(max_workers=max_workers, timeout=timeout)
 
 
+_GRADINGS: dict[int, tuple[tuple[Any, ...], asyncio.Future[dict[str, float]]]] = {}
+"""One grading per live trace (keyed by `id`, dropped when the trace is collected), shared by
+the two rewards."""
+
+
+def _failed(grading: asyncio.Future[Any]) -> bool:
+    return grading.done() and (grading.cancelled() or grading.exception() is not None)
+
+
 class GSM8KMultirewardTask(vf.Task[GSM8KMultirewardData]):
-    async def _scores(self, trace: vf.Trace) -> dict[str, float]:
+    async def _grade(self, reply: str, reported: int | None) -> dict[str, float]:
         data = self.data
-        usage = trace.usage
-        # An endpoint that reports no usage leaves 0 tokens: fall back to characters then.
-        reported = usage.completion_tokens if usage is not None else 0
         return await ascore_completion(
-            trace.last_reply,
+            reply,
             data.answer,
             _grader(data.math_verify_max_workers, data.math_verify_timeout),
             data.scoring_config(),
-            reported_tokens=reported if reported > 0 else None,
+            reported_tokens=reported,
         )
 
-    # The two rewards run concurrently, each grading once; the grader's fast path makes
-    # the repeat cheap for plain numbers, and every grading is bounded by its timeout.
+    async def _scores(self, trace: vf.Trace) -> dict[str, float]:
+        """Both rewards' scores, graded once per trace: the second reward to ask awaits the
+        first one's grading (a trace whose reply or usage changed is graded again)."""
+        usage = trace.usage
+        # An endpoint that reports no usage leaves 0 tokens: fall back to characters then.
+        reported = usage.completion_tokens if usage is not None else 0
+        reply = trace.last_reply
+        key = (self.data.answer, reply, reported if reported > 0 else None)
+        loop = asyncio.get_running_loop()
+        memo = _GRADINGS.get(id(trace))
+        if memo is None or memo[0] != key or memo[1].get_loop() is not loop or _failed(memo[1]):
+            grading = asyncio.ensure_future(self._grade(reply, key[2]))
+            try:
+                if memo is None:
+                    weakref.finalize(trace, _GRADINGS.pop, id(trace), None)
+            except TypeError:  # an object without weak references: grade without sharing
+                return await grading
+            memo = _GRADINGS[id(trace)] = (key, grading)
+        # Shielded: one reward being cancelled does not cancel the other's grading.
+        return await asyncio.shield(memo[1])
+
+    # The two rewards run concurrently and share one grading of the trace.
     @vf.reward(weight=1.0)
     async def correct_answer(self, trace: vf.Trace) -> float:
         return (await self._scores(trace))[CORRECT_ANSWER]

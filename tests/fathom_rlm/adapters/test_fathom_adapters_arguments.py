@@ -1,0 +1,55 @@
+"""The shared adapter arguments: validation, and the caps reaching the reward."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fathom_rlm.adapters.arguments import FathomArguments
+from fathom_rlm.adapters.scoring import reward_config, score
+from fathom_rlm.agent import RolloutCaps, RolloutRecord
+from fathom_rlm.rewards import RewardConfig
+
+
+@pytest.mark.parametrize("name", ["num_examples", "sub_max_completion_tokens"])
+@pytest.mark.parametrize("value", [0, -3])
+def test_counts_below_one_are_rejected_by_name(name: str, value: int) -> None:
+    with pytest.raises(ValueError, match=rf"{name} must be None or >= 1, got {value}"):
+        FathomArguments(**{name: value})
+
+
+@pytest.mark.parametrize("name", ["num_examples", "sub_max_completion_tokens"])
+def test_counts_may_be_none_or_positive(name: str) -> None:
+    assert getattr(FathomArguments(**{name: None}), name) is None
+    assert getattr(FathomArguments(**{name: 1}), name) == 1
+
+
+def test_reward_config_follows_the_caps() -> None:
+    args = FathomArguments(max_answer_chars=5, max_slice_chars=6_000)
+    cfg = reward_config(args)
+    assert cfg == RewardConfig.from_caps(args.caps())
+    assert (cfg.max_answer_chars, cfg.max_slice_chars) == (5, 6_000)
+    # Every other reward setting keeps its default.
+    assert cfg == RewardConfig(max_answer_chars=5, max_slice_chars=6_000)
+    assert RewardConfig.from_caps(None) == RewardConfig.from_caps(RolloutCaps()) == RewardConfig()
+    assert RewardConfig.from_caps(RolloutCaps(), budget_k=2.0).budget_k == 2.0
+
+
+def test_a_non_default_answer_cap_reaches_the_score() -> None:
+    row: dict[str, Any] = {
+        "question": "Who is the holder of permit QX-1?",
+        "answer": "Dyjirn Shoudo",
+        "aliases": [],
+        "seed": 1,
+        "family": "exact_id",
+        "depth": 0,
+        "spans": [],
+        "doc_tokens": 16_000,
+        "region": None,
+    }
+    record = RolloutRecord(
+        final_message="<answer>Dyjirn Shoudo</answer>", touched_document=True, ended_by="answer"
+    )
+    assert score(record, row, FathomArguments())["correctness"] == 1.0
+    capped = score(record, row, FathomArguments(max_answer_chars=5))
+    assert capped["format_gate"] == 1.0 and capped["correctness"] == 0.0
