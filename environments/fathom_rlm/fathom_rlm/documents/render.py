@@ -689,55 +689,47 @@ class Renderer:
             ts = t["social"]
             return ts[int(rnd() * len(ts))] % f
 
-        def not_lived() -> str | None:
-            cast = self.cast
-            pid = cast[int(rnd() * len(cast))]
-            base = person_fields[pid][rnd() >= 0.65]
-            pl = int(rnd() * n_places)
-            if pl in lived_in[pid]:
-                return None
-            f = base.copy()
-            f["P"] = place_names[pl]
-            ts = t["not_lived"]
-            return ts[int(rnd() * len(ts))] % f
+        def never_in_place(kind: str) -> Callable[[], str | None]:
+            """A negation about a town the person never lived in (never lived / never born)."""
+            ts = t[kind]
 
-        def not_born() -> str | None:
-            cast = self.cast
-            pid = cast[int(rnd() * len(cast))]
-            base = person_fields[pid][rnd() >= 0.65]
-            pl = int(rnd() * n_places)
-            if pl in lived_in[pid]:
-                return None
-            f = base.copy()
-            f["P"] = place_names[pl]
-            ts = t["not_born"]
-            return ts[int(rnd() * len(ts))] % f
+            def filler() -> str | None:
+                cast = self.cast
+                pid = cast[int(rnd() * len(cast))]
+                base = person_fields[pid][rnd() >= 0.65]
+                pl = int(rnd() * n_places)
+                if pl in lived_in[pid]:
+                    return None
+                f = base.copy()
+                f["P"] = place_names[pl]
+                return ts[int(rnd() * len(ts))] % f
 
-        def not_owned() -> str | None:
-            arts, cast = self.arts, self.cast
-            aid = arts[int(rnd() * len(arts))]
-            x = cast[int(rnd() * len(cast))]
-            if x in owned_by[aid]:
-                return None
-            ts = t["not_owned"]
-            template = ts[int(rnd() * len(ts))]
-            return template % {
-                "O": art_names[aid],
-                "X": person_names[x] if rnd() < 0.7 else person_formal[x],
-            }
+            return filler
 
-        def not_made() -> str | None:
-            arts, cast = self.arts, self.cast
-            aid = arts[int(rnd() * len(arts))]
-            x = cast[int(rnd() * len(cast))]
-            if x == makers[aid]:
-                return None
-            ts = t["not_made"]
-            template = ts[int(rnd() * len(ts))]
-            return template % {
-                "O": art_names[aid],
-                "X": person_names[x] if rnd() < 0.7 else person_formal[x],
-            }
+        def never_with_object(
+            kind: str, related: Callable[[int, int], bool]
+        ) -> Callable[[], str | None]:
+            """A negation about an object and a person it was never `related` to."""
+            ts = t[kind]
+
+            def filler() -> str | None:
+                arts, cast = self.arts, self.cast
+                aid = arts[int(rnd() * len(arts))]
+                x = cast[int(rnd() * len(cast))]
+                if related(aid, x):
+                    return None
+                template = ts[int(rnd() * len(ts))]
+                return template % {
+                    "O": art_names[aid],
+                    "X": person_names[x] if rnd() < 0.7 else person_formal[x],
+                }
+
+            return filler
+
+        not_lived = never_in_place("not_lived")
+        not_born = never_in_place("not_born")
+        not_owned = never_with_object("not_owned", lambda aid, x: x in owned_by[aid])
+        not_made = never_with_object("not_made", lambda aid, x: x == makers[aid])
 
         def not_taught() -> str | None:
             cast = self.cast
