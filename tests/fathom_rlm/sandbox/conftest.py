@@ -32,7 +32,8 @@ def sandbox_pids() -> list[int]:
     return found
 
 
-def children_of(pid: int) -> list[int]:
+def children_of(pid: int, *, zombies: bool = False) -> list[int]:
+    """Children of `pid`: the live ones, or with `zombies=True` the exited, unreaped ones."""
     kids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -42,9 +43,15 @@ def children_of(pid: int) -> list[int]:
                 fields = f.read().rsplit(")", 1)[1].split()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        if int(fields[1]) == pid and fields[0] != "Z":
+        if int(fields[1]) == pid and (fields[0] == "Z") == zombies:
             kids.append(int(entry))
     return kids
+
+
+@pytest.fixture
+def child_processes():
+    """`children_of`, for tests that inspect a process's children."""
+    return children_of
 
 
 def wait_until(predicate, timeout: float = 3.0) -> bool:

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 
 import pytest
@@ -181,22 +180,7 @@ def test_large_unicode_document_round_trip() -> None:
     assert count.output == f"{expected}\n"
 
 
-def _zombie_children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if int(fields[1]) == pid and fields[0] == "Z":
-            found.append(int(entry))
-    return found
-
-
-def test_fork_server_reaps_workers_and_counts_their_cpu() -> None:
+def test_fork_server_reaps_workers_and_counts_their_cpu(child_processes) -> None:
     async def main() -> None:
         async with await SandboxSession.start(DOC, config=CONFIG) as session:
             result = await session.run("n = 0\nfor i in range(300000):\n    n += i\nprint(n)")
@@ -208,4 +192,4 @@ def test_fork_server_reaps_workers_and_counts_their_cpu() -> None:
     after = fork_server_cpu_seconds()
     assert after - before > 0.01  # the worker's loop, counted once the worker is reaped
     for server in session_module._SERVERS.values():
-        assert _zombie_children(server.proc.pid) == []
+        assert child_processes(server.proc.pid, zombies=True) == []
