@@ -168,6 +168,13 @@ class Worker:
             else:
                 touched = compiled.touches_document
                 error, timed_out = self._execute(compiled, timeout)
+        exec_s = time.perf_counter() - started - self.llm_wait
+        return self._result(error, timed_out, touched, exec_s)
+
+    def _result(
+        self, error: str | None, timed_out: bool, touched: bool, exec_s: float
+    ) -> dict[str, Any]:
+        """The reply to one call: the rendered output and what the call did."""
         output, chars, truncated = self.buffer.render()
         return {
             "op": "result",
@@ -179,7 +186,7 @@ class Worker:
             "touched_document": touched,
             "llm_calls": self.llm_calls,
             "llm_wait_s": self.llm_wait,
-            "exec_s": time.perf_counter() - started - self.llm_wait,
+            "exec_s": exec_s,
         }
 
     def _execute(self, compiled: restricted.Compiled, timeout: float) -> tuple[str | None, bool]:
@@ -218,6 +225,8 @@ class Worker:
     def unsafe_exec(self, code: str, timeout: float) -> dict[str, Any]:
         """Plain exec with real builtins, still inside every OS limit. Tests only."""
         self.buffer.reset(int(self.config["max_output_chars"]))
+        self.llm_calls = 0  # plain exec has no llm()
+        self.llm_wait = 0.0
         sink = io.StringIO()
         error = None
         timed_out = False
@@ -235,19 +244,7 @@ class Worker:
         except BaseException as exc:
             error = f"{type(exc).__name__}: {exc}"
         self.buffer.write(sink.getvalue())
-        output, chars, truncated = self.buffer.render()
-        return {
-            "op": "result",
-            "output": output,
-            "error": error,
-            "output_chars": chars,
-            "truncated": truncated,
-            "timed_out": timed_out,
-            "touched_document": False,
-            "llm_calls": 0,
-            "llm_wait_s": 0.0,
-            "exec_s": 0.0,
-        }
+        return self._result(error, timed_out, touched=False, exec_s=0.0)
 
     def serve(self) -> None:
         while True:
