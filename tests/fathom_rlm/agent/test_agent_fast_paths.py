@@ -6,7 +6,6 @@ import asyncio
 import json
 from typing import Any
 
-import pytest
 from fathom_rlm.agent import ChatReply, RolloutCaps, run_rollout
 from fathom_rlm.sandbox import SandboxSession
 
@@ -33,19 +32,6 @@ def repl(code: str, call_id: str = "c") -> dict[str, Any]:
     return call("repl", {"code": code}, call_id)
 
 
-def _track_sessions(monkeypatch: pytest.MonkeyPatch) -> list[SandboxSession]:
-    started: list[SandboxSession] = []
-    original = SandboxSession.start.__func__  # type: ignore[attr-defined]
-
-    async def start(cls, *args: Any, **kwargs: Any) -> SandboxSession:
-        session = await original(cls, *args, **kwargs)
-        started.append(session)
-        return session
-
-    monkeypatch.setattr(SandboxSession, "start", classmethod(start))
-    return started
-
-
 def _run(replies: list[dict[str, Any]], transcript: list[dict[str, Any]]):
     queue = list(replies)
 
@@ -59,8 +45,10 @@ def _tool_outputs(transcript: list[dict[str, Any]]) -> list[str]:
     return [m["content"] for m in transcript if m["role"] == "tool"]
 
 
-def test_sub_agent_reading_its_slice_starts_no_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    started = _track_sessions(monkeypatch)
+def test_sub_agent_reading_its_slice_starts_no_worker(
+    started_sessions: list[SandboxSession],
+) -> None:
+    started = started_sessions
     transcript: list[dict[str, Any]] = []
     record = _run(
         [
@@ -78,9 +66,9 @@ def test_sub_agent_reading_its_slice_starts_no_worker(monkeypatch: pytest.Monkey
 
 
 def test_root_read_sets_touched_document_without_a_worker(
-    monkeypatch: pytest.MonkeyPatch,
+    started_sessions: list[SandboxSession],
 ) -> None:
-    started = _track_sessions(monkeypatch)
+    started = started_sessions
     transcript: list[dict[str, Any]] = []
     record = _run([tools_msg(repl("print(doc[17:43])")), answer("Denhan")], transcript)
     assert started == [] and record.touched_document
@@ -88,9 +76,9 @@ def test_root_read_sets_touched_document_without_a_worker(
 
 
 def test_reads_go_to_the_worker_once_the_repl_has_state(
-    monkeypatch: pytest.MonkeyPatch,
+    started_sessions: list[SandboxSession],
 ) -> None:
-    started = _track_sessions(monkeypatch)
+    started = started_sessions
     transcript: list[dict[str, Any]] = []
     _run(
         [

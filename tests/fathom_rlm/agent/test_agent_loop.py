@@ -294,21 +294,8 @@ def test_record_round_trips_through_json() -> None:
     assert json.loads(json.dumps(record.summary()))["final_answer"] == "Denhan"
 
 
-def _track_sessions(monkeypatch: pytest.MonkeyPatch) -> list[SandboxSession]:
-    started: list[SandboxSession] = []
-    original = SandboxSession.start.__func__
-
-    async def start(cls, *args: Any, **kwargs: Any) -> SandboxSession:
-        session = await original(cls, *args, **kwargs)
-        started.append(session)
-        return session
-
-    monkeypatch.setattr(SandboxSession, "start", classmethod(start))
-    return started
-
-
-def test_sessions_closed_when_the_model_call_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    started = _track_sessions(monkeypatch)
+def test_sessions_closed_when_the_model_call_fails(started_sessions: list[SandboxSession]) -> None:
+    started = started_sessions
 
     class Boom(RuntimeError):
         pass
@@ -329,8 +316,8 @@ def test_sessions_closed_when_the_model_call_fails(monkeypatch: pytest.MonkeyPat
     assert len(started) == 2 and all(s._closed for s in started)
 
 
-def test_sessions_closed_on_cancellation(monkeypatch: pytest.MonkeyPatch) -> None:
-    started = _track_sessions(monkeypatch)
+def test_sessions_closed_on_cancellation(started_sessions: list[SandboxSession]) -> None:
+    started = started_sessions
 
     async def main() -> None:
         gate = asyncio.Event()
@@ -369,9 +356,9 @@ def test_rollout_tools_serve_an_adapter_driving_its_own_turns() -> None:
 
 
 def test_repl_llm_calls_per_cell_follow_the_sub_call_budget(
-    monkeypatch: pytest.MonkeyPatch,
+    started_sessions: list[SandboxSession],
 ) -> None:
-    started = _track_sessions(monkeypatch)
+    started = started_sessions
     code = (
         "out = []\n"
         "for i in range(10):\n"
