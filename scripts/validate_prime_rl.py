@@ -7,7 +7,8 @@ PATH is a clone of the prime-rl repository (a bare clone works too). The script 
 with uv into a temporary venv together with this repository's two environments (each with its
 `[verifiers]` extra; the resolver picks the verifiers release both pins allow), then loads each
 config (and each curriculum stage deep-merged onto its base) through `pydantic_config.cli` into
-`RLConfig`: the loading path of `uv run rl @ file.toml --dry-run`. prime-rl imports the taskset
+`RLConfig` (`SFTConfig` for `*-sft.toml`): the loading path of `uv run rl @ file.toml --dry-run`
+(`uv run sft @ file.toml`). prime-rl imports the taskset
 named by each env block while validating, so a parse also proves the environment is importable.
 
 Nothing of prime-rl is written into this repository. Exits non-zero if any config fails to parse.
@@ -35,17 +36,31 @@ import json, sys
 from pydantic_config import cli
 from prime_rl.configs.rl import RLConfig
 
+from prime_rl.configs.sft import SFTConfig
+
 for stack in json.loads(sys.argv[1]):
     args = [part for path in stack for part in ("@", path)] + ["--plain"]
+    is_sft = stack[0].endswith("-sft.toml")
     try:
-        config = cli(RLConfig, args=args)
+        config = cli(SFTConfig if is_sft else RLConfig, args=args)
     except BaseException as exc:  # ConfigFileError, or SystemExit from the CLI's error panel
         print(json.dumps({"stack": stack, "ok": False, "error": f"{type(exc).__name__}: {exc}"}))
+        continue
+    if is_sft:
+        print(json.dumps({
+            "stack": stack,
+            "ok": True,
+            "config": "SFTConfig",
+            "model": config.model.name,
+            "trainer_seq_len": config.model.seq_len,
+            "data": config.data.model_dump(mode="json", include={"name", "seq_len", "loss_mask"}),
+        }))
         continue
     eval_sources = config.orchestrator.eval.source if config.orchestrator.eval else []
     print(json.dumps({
         "stack": stack,
         "ok": True,
+        "config": "RLConfig",
         "model": config.trainer.model.name,
         "max_steps": config.trainer.max_steps,
         "trainer_seq_len": config.trainer.model.seq_len,
@@ -181,11 +196,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps(result))
         if result["ok"]:
-            sources = "; ".join(
-                f"{s['name']}: {s['taskset']} {s['fields']}"
-                for s in result["sources"]  # type: ignore[union-attr]
+            detail = (
+                f"data {result['data']}"
+                if result["config"] == "SFTConfig"
+                else "; ".join(
+                    f"{s['name']}: {s['taskset']} {s['fields']}"
+                    for s in result["sources"]  # type: ignore[union-attr]
+                )
             )
-            print(f"OK    {names}\n      seq_len {result['trainer_seq_len']}, {sources}")
+            print(
+                f"OK    {names} ({result['config']})\n"
+                f"      seq_len {result['trainer_seq_len']}, {detail}"
+            )
         else:
             failed += 1
             print(f"FAIL  {names}\n      {result['error']}")

@@ -194,4 +194,5 @@ def test_whole_files_parse_with_prime_rl() -> None:
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     ok_lines = [line for line in result.stdout.splitlines() if line.startswith("OK ")]
-    assert len(ok_lines) == 2 + len(STAGES), result.stdout
+    # The two GRPO files, each curriculum stack and the SFT warm-start file.
+    assert len(ok_lines) == 3 + len(STAGES), result.stdout
