@@ -118,3 +118,33 @@ def test_command_writes_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "2 rollouts: 2 kept" in capsys.readouterr().out
     # A threshold nothing reaches writes no rows and fails loudly.
     assert sft_export.main([*argv[:-2], "--min-reward", "1.01", "--out", str(out)]) == 1
+
+
+def _without_nulls(value: Any) -> Any:
+    # What a JSON dataset's schema union adds (null-filled keys), stripped back out.
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def test_rows_load_with_datasets_as_each_trainer_reads_them(
+    reference: list[sft_export.ExportedRollout], tmp_path: Path
+) -> None:
+    datasets = pytest.importorskip("datasets")
+    # TRL: the documented `from_list(..., on_mixed_types="use_json")` keeps every row exactly.
+    trl_rows = sft_export.select_rows(reference, 0.5, "trl")
+    loaded = datasets.Dataset.from_list(trl_rows, on_mixed_types="use_json")
+    assert [loaded[i]["messages"] for i in range(len(loaded))] == [r["messages"] for r in trl_rows]
+    # prime-rl: `load_dataset(<dir>, split="train")` on a directory holding train.jsonl; after
+    # its null-field stripping every message is as written, arguments still JSON strings.
+    prime_rows = sft_export.select_rows(reference, 0.5, "prime-rl")
+    folder = tmp_path / "fathom-sft"
+    folder.mkdir()
+    (folder / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in prime_rows))
+    loaded = datasets.load_dataset(str(folder), split="train")
+    assert [_without_nulls(loaded[i]["messages"]) for i in range(len(loaded))] == [
+        r["messages"] for r in prime_rows
+    ]
+    assert loaded[0]["tools"] == prime_rows[0]["tools"]
