@@ -98,9 +98,11 @@ WITH_VERIFIERS = r"""
 import json, sys
 from importlib.metadata import version
 import fathom_rlm, gsm8k_multireward
+# Importing the packages must not import verifiers (it takes seconds), even when it is installed.
+eager = sorted(m for m in sys.modules if m.split(".")[0] in ("verifiers", "datasets"))
 fathom_env = fathom_rlm.load_environment(doc_tokens=16_000, num_examples=1)
 gsm8k_env = gsm8k_multireward.load_environment(dataset_name=sys.argv[1], num_examples=1)
-print(json.dumps({"verifiers": version("verifiers"),
+print(json.dumps({"verifiers": version("verifiers"), "eager": eager,
                   "legacy": [type(fathom_env).__name__, type(gsm8k_env).__name__],
                   "fathom_v1": fathom_rlm.FathomTaskset.__name__,
                   "gsm8k_v1": gsm8k_multireward.GSM8KMultirewardTaskset.__name__}))
@@ -172,5 +174,6 @@ def test_verifiers_extra_brings_the_adapters(tmp_path: Path) -> None:
     )
     out = probe(python, WITH_VERIFIERS, str(FIXTURE))
     assert out["verifiers"] == "0.3.1"
+    assert out["eager"] == []
     assert out["legacy"][0] and out["legacy"][1]
     assert (out["fathom_v1"], out["gsm8k_v1"]) == ("FathomTaskset", "GSM8KMultirewardTaskset")
