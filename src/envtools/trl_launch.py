@@ -216,7 +216,9 @@ def build(config: LaunchConfig) -> Launch:
         weights = config.reward_weights or tuple(
             float(environment.reward_weights[key]) for key in config.reward_keys
         )
-        args = grpo_config(GRPOConfig, config, weights)
+        # The environment's needs (fathom-rlm: its turn cap) unless the file sets them.
+        trainer_fields = {**getattr(environment, "trainer_defaults", {}), **config.trainer}
+        args = grpo_config(GRPOConfig, trainer_fields, config, weights)
         extra: dict[str, Any] = {}
         if environment.environment_factory is not None:
             extra["environment_factory"] = environment.environment_factory
@@ -233,11 +235,16 @@ def build(config: LaunchConfig) -> Launch:
     return Launch(trainer, environment, weights)
 
 
-def grpo_config(config_class: type, config: LaunchConfig, weights: Sequence[float]) -> Any:
+def grpo_config(
+    config_class: type,
+    trainer_fields: Mapping[str, Any],
+    config: LaunchConfig,
+    weights: Sequence[float],
+) -> Any:
     """`GRPOConfig` from [trainer] plus the aggregation and weights the launcher derives."""
     try:
         return config_class(
-            **config.trainer,
+            **trainer_fields,
             multi_objective_aggregation=config.multi_objective_aggregation,
             reward_weights=list(weights),
         )
