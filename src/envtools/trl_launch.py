@@ -51,7 +51,8 @@ TRL_ADAPTERS: dict[str, str] = {
     "gsm8k-multireward": "gsm8k_multireward.adapters.trl",
     "fathom-rlm": "fathom_rlm.adapters.trl",
 }
-"""Environment id to the module with its TRL adapter (`REWARD_KEYS`, `load_trl_environment`)."""
+"""Environment id to the module with its TRL adapter (`REWARD_KEYS`, `check_arguments`,
+`load_trl_environment`)."""
 
 # Set by the launcher from `advantage` and `[env]`; setting them in [trainer] too is a conflict.
 _LAUNCHER_FIELDS = ("multi_objective_aggregation", "reward_weights")
@@ -117,6 +118,10 @@ def parse_config(raw: Mapping[str, Any]) -> LaunchConfig:
     args = env.get("args", {})
     if not isinstance(args, Mapping):
         raise ConfigError("[env.args] must be a table of the environment's arguments")
+    try:
+        _adapter(env_id).check_arguments(**args)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"[env.args] for {env_id!r}: {exc}") from exc
     keys = _reward_keys(env.get("reward_keys"), env_id)
     weights = _reward_weights(env.get("reward_weights"), keys)
     trainer = raw.get("trainer", {})

@@ -104,6 +104,13 @@ def load_trl_environment(*, sub_chat: ChatFn | None = None, **kwargs: Any) -> TR
     )
 
 
+def check_arguments(**kwargs: Any) -> None:
+    """Raise TypeError/ValueError for arguments `load_trl_environment` would refuse, without
+    building documents or contacting the sub-call endpoint."""
+    endpoint = {key: kwargs.pop(key) for key in _SUB_CALL_FIELDS if key in kwargs}
+    _endpoint_chat_from(endpoint, FathomArguments.from_kwargs(kwargs))
+
+
 def train_dataset(args: FathomArguments) -> Any:
     """The split's rows with the core's first messages as the prompt; the row as JSON for `reset`.
 

@@ -60,6 +60,11 @@ def load_trl_environment(**kwargs: Any) -> TRLEnvironment:
     )
 
 
+def check_arguments(**kwargs: Any) -> None:
+    """Raise TypeError/ValueError for arguments `load_trl_environment` would refuse (no data)."""
+    GSM8KConfig(**kwargs)
+
+
 def train_dataset(config: GSM8KConfig) -> Any:
     """The rows as a `datasets.Dataset`: `prompt` (chat messages) and `answer` (gold number)."""
     from datasets import Dataset
