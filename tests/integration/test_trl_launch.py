@@ -5,6 +5,8 @@
 - Two real training steps through the launcher, GRPO and GDPO, on a tiny random model and the
   GSM8K fixture rows: each reward component is logged, and the advantages TRL trained on
   (its completions log) equal `gdpo_advantages` / `grpo_advantages` on the logged rewards.
+- fathom-rlm through TRL's own tool loop (`environment_factory`): one GDPO step whose rollouts
+  call the real sandbox and real sub-calls (scripted policy server on loopback), scored by the core.
 - Every example file in orchestrator_configs/trl passes `--check` against TRL's `GRPOConfig`.
 
 Under CI (CI=true) a missing TRL venv fails these tests; elsewhere they are skipped.
@@ -225,3 +227,92 @@ def test_example_configs_pass_check_with_trl(trl_python: Path, tmp_path: Path) -
     for config in TRL_CONFIGS:
         stdout = _run([trl_python, "-m", "envtools.trl_launch", config, "--check"], cwd=ROOT)
         assert f"{config}: ok" in stdout
+
+
+# ------------------------------------------------------------------ fathom-rlm through TRL's tools
+
+
+def _fathom_config(model: Path, out: Path, sub_url: str) -> str:
+    return f"""
+model = "{model}"
+advantage = "gdpo"
+
+[env]
+id = "fathom-rlm"
+reward_keys = ["correctness", "gated_token_budget", "format_gate"]
+reward_weights = [1.0, 0.2, 0.25]
+
+[env.args]
+split = "eval"
+num_examples = 2
+doc_tokens = {FATHOM_DOC_TOKENS}
+max_turns = 3
+sub_base_url = "{sub_url}"
+sub_model = "fathom-reference"
+
+[trainer]
+output_dir = "{out}"
+use_cpu = true
+max_steps = 1
+per_device_train_batch_size = 8
+num_generations = 4
+max_completion_length = 400
+temperature = 1.0
+logging_steps = 1
+log_completions = true
+num_completions_to_print = 0
+save_strategy = "no"
+report_to = "none"
+seed = 0
+"""
+
+
+FATHOM_DOC_TOKENS = 16_000
+
+
+@pytest.mark.slow
+def test_fathom_rollouts_call_the_real_tools_through_trl(trl_python: Path, tmp_path: Path) -> None:
+    """One GDPO step where TRL runs the root turns: its tool loop calls `repl` (the sandbox) and
+    `llm` (sub-calls to the scripted policy server over loopback), and the core scores each
+    rollout. The random model's tool calls are whole tokens of its vocabulary."""
+    from fathom_rlm.adapters.scoring import load_document
+    from fathom_rlm.adapters.trl import final_message
+    from fathom_rlm.documents import build_split
+    from fathom_rlm.rewards import format_gate
+
+    from envtools.evaluate import registered_tasks
+    from envtools.policy_server import policy_server_in_thread
+
+    model = tmp_path / "tool-model"
+    _run([trl_python, PROGRAMS / "tiny_model.py", "--tools", model], cwd=tmp_path)
+    rows = build_split("eval", 2, doc_tokens=FATHOM_DOC_TOKENS)
+    out = tmp_path / "run"
+    config = tmp_path / "fathom-gdpo.toml"
+    # The scripted sub-call reader finds these rows (built at the test's document length).
+    with registered_tasks(rows), policy_server_in_thread() as url:
+        config.write_text(_fathom_config(model, out, url))
+        _run([trl_python, "-m", "envtools.trl_launch", config], cwd=tmp_path)
+
+    [step] = [e for e in json.loads((out / "log_history.json").read_text()) if "loss" in e]
+    for key in ("correctness", "gated_token_budget", "format_gate"):
+        assert f"rewards/{key}/mean" in step
+    assert step["tools/call_frequency"] > 0 and step["tools/failure_frequency"] == 0
+
+    table = pq.read_table(out / "completions" / "completions_00001.parquet").to_pydict()
+    tool_messages = [m for c in table["completion"] for m in c if m["role"] == "tool"]
+    documents = {load_document(row)[:300] for row in rows}
+    repl_outputs = [m["content"] for m in tool_messages if m["name"] == "repl"]
+    llm_outputs = [m["content"] for m in tool_messages if m["name"] == "llm"]
+    # `print(doc[:300])` ran in the sandbox over the row's document.
+    assert repl_outputs and all(text in documents for text in repl_outputs)
+    # Every sub-call reached the policy server and came back with its answer.
+    assert llm_outputs and not any(text.startswith("Error") for text in llm_outputs)
+    # The core scored each rollout from TRL's completion: its closing reply or none.
+    expected_gate = [format_gate(final_message(c)[0]) for c in table["completion"]]
+    assert table["format_gate"] == expected_gate
+    rewards = np.stack(
+        [table["correctness"], table["gated_token_budget"], table["format_gate"]], axis=-1
+    ).reshape(2, 4, 3)
+    np.testing.assert_allclose(
+        table["advantage"], gdpo_advantages(rewards, [1.0, 0.2, 0.25]).ravel(), atol=1e-4
+    )

@@ -4,6 +4,11 @@ The vocabulary is a few words plus whole `\\boxed{N}` answers, so even a random 
 answers a GSM8K fixture question correctly and the rewards of a group differ.
 
     python tiny_model.py OUT_DIR ANSWER [ANSWER ...]   # saves model and tokenizer to OUT_DIR
+    python tiny_model.py --tools OUT_DIR               # a tool-calling model for fathom-rlm
+
+With `--tools` the chat template is TRL's bundled Qwen2.5 template (TRL renders tool schemas with
+it and knows how to parse its tool calls) and whole tool calls of fathom-rlm's `repl` and `llm`
+are single tokens, so a random policy calls the real tools now and then.
 """
 
 from __future__ import annotations
@@ -22,8 +27,18 @@ CHAT_TEMPLATE = (
 )
 
 
-def build_tokenizer(answers: list[str]) -> PreTrainedTokenizerFast:
-    vocab = {token: i for i, token in enumerate([*SPECIALS, *WORDS, "assistant", "user"])}
+TOOL_CALLS = [
+    '<tool_call>{"name":"repl","arguments":{"code":"print(doc[:300])"}}</tool_call>',
+    '<tool_call>{"name":"llm","arguments":{"prompt":"Who","slice":"0:2000"}}</tool_call>',
+    "<answer>nobody</answer>",
+]
+
+
+def build_tokenizer(answers: list[str], tools: bool = False) -> PreTrainedTokenizerFast:
+    words = [*SPECIALS, *WORDS, "assistant", "user"]
+    if tools:
+        words += ["<|im_end|>", *TOOL_CALLS]
+    vocab = {token: i for i, token in enumerate(words)}
     for answer in answers:
         vocab.setdefault(f"\\boxed{{{answer}}}", len(vocab))
     backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
@@ -33,10 +48,15 @@ def build_tokenizer(answers: list[str]) -> PreTrainedTokenizerFast:
         pad_token="<pad>",
         unk_token="<unk>",
         bos_token="<bos>",
-        eos_token="<eos>",
+        eos_token="<|im_end|>" if tools else "<eos>",
         padding_side="left",
     )
-    tokenizer.chat_template = CHAT_TEMPLATE
+    if tools:
+        from trl.chat_template_utils import qwen2_5_chat_template
+
+        tokenizer.chat_template = qwen2_5_chat_template
+    else:
+        tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
 
 
@@ -51,7 +71,7 @@ def build_model(tokenizer: PreTrainedTokenizerFast, seed: int = 0) -> LlamaForCa
         num_hidden_layers=2,
         num_attention_heads=2,
         num_key_value_heads=2,
-        max_position_embeddings=512,
+        max_position_embeddings=4096,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
@@ -59,11 +79,13 @@ def build_model(tokenizer: PreTrainedTokenizerFast, seed: int = 0) -> LlamaForCa
     return LlamaForCausalLM(config)
 
 
-def main(out_dir: str, answers: list[str]) -> None:
-    tokenizer = build_tokenizer(answers)
+def main(argv: list[str]) -> None:
+    tools = argv[:1] == ["--tools"]
+    out_dir, *answers = argv[1:] if tools else argv
+    tokenizer = build_tokenizer(answers, tools)
     build_model(tokenizer).save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    main(sys.argv[1:])

@@ -91,7 +91,7 @@ def load_trl_environment(*, sub_chat: ChatFn | None = None, **kwargs: Any) -> TR
 
     def close() -> None:
         for instance in list(instances):
-            instance.release()
+            instance._release()
 
     return TRLEnvironment(
         train_dataset=train_dataset(args),
@@ -138,7 +138,11 @@ def train_dataset(args: FathomArguments) -> Any:
 
 
 class FathomTRLEnv:
-    """One rollout's tools for TRL. Public methods other than `reset` are the model's tools."""
+    """One rollout's tools for TRL.
+
+    TRL offers the model every public method except `reset` (and `get_reward`, which this class
+    leaves out so the rewards stay separately named): only `repl` and `llm` may be public.
+    """
 
     def __init__(self, args: FathomArguments, sub_chat: ChatFn) -> None:
         self._args = args
@@ -151,7 +155,7 @@ class FathomTRLEnv:
 
     def reset(self, **columns: Any) -> None:
         """Start a rollout on a dataset row (its prompt already holds the instructions)."""
-        self.release()
+        self._release()
         info = columns.get("info")
         if not isinstance(info, str):
             raise ValueError("a fathom-rlm row needs its `info` column (the task row as JSON)")
@@ -181,7 +185,7 @@ class FathomTRLEnv:
         """
         return await self._call("llm", {"prompt": prompt, "slice": slice})
 
-    def score(self, completion: Any, completion_tokens: int | None) -> dict[str, float]:
+    def _score(self, completion: Any, completion_tokens: int | None) -> dict[str, float]:
         """The core's scores of the finished rollout (computed once, on the first request)."""
         if self._scores is None:
             if self._tools is None or self._row is None:
@@ -193,10 +197,10 @@ class FathomTRLEnv:
                 record.root_completion_tokens = completion_tokens
             record = self._tools.finish(final, "answer" if final is not None else "max_turns")
             self._scores = score_rollout(record, self._row, reward_config(self._args))
-            self.release(keep_scores=True)
+            self._release(keep_scores=True)
         return self._scores
 
-    def release(self, *, keep_scores: bool = False) -> None:
+    def _release(self, *, keep_scores: bool = False) -> None:
         """Close this rollout's sandbox workers (on the loop that started them)."""
         tools, loop, self._tools, self._loop = self._tools, self._loop, None, None
         if not keep_scores:
@@ -243,7 +247,7 @@ def _score_function(key: str) -> RewardFunc:
     ) -> list[float]:
         tokens = [len(ids) for ids in completion_ids] if completion_ids is not None else None
         return [
-            env.score(completion, tokens[i] if tokens is not None else None)[key]
+            env._score(completion, tokens[i] if tokens is not None else None)[key]
             for i, (env, completion) in enumerate(zip(environments, completions, strict=True))
         ]
 
