@@ -300,7 +300,8 @@ def test_fathom_rollouts_call_the_real_tools_through_trl(trl_python: Path, tmp_p
 
     table = pq.read_table(out / "completions" / "completions_00001.parquet").to_pydict()
     tool_messages = [m for c in table["completion"] for m in c if m["role"] == "tool"]
-    documents = {load_document(row)[:300] for row in rows}
+    # The REPL shows printed output without its trailing newline.
+    documents = {load_document(row)[:300].rstrip("\n") for row in rows}
     repl_outputs = [m["content"] for m in tool_messages if m["name"] == "repl"]
     llm_outputs = [m["content"] for m in tool_messages if m["name"] == "llm"]
     # `print(doc[:300])` ran in the sandbox over the row's document.
