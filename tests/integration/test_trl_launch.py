@@ -37,7 +37,8 @@ TRL_CONFIGS = sorted((ROOT / "orchestrator_configs" / "trl").glob("*.toml"))
 def trl_python() -> Path:
     value = os.environ.get("TRL_PYTHON")
     if value and Path(value).is_file():
-        return Path(value)
+        # Absolute, not resolved: the venv's python is a symlink, and the venv is where it sits.
+        return Path(value).absolute()
     reason = "$TRL_PYTHON names no interpreter: scripts/test.sh builds the TRL venv"
     if os.environ.get("CI") == "true":
         pytest.fail(reason)
