@@ -53,6 +53,30 @@ for program in "$warm_dir"/program-*.py; do
     uv sync --quiet --no-config --script "$program"
 done
 
+# The TRL venv: TRL's GRPOTrainer for the GDPO/GRPO launcher tests (tests/integration/
+# test_trl_launch.py). Built with pip, never uv: uv would resolve torch to a multi-GB CUDA build,
+# while `pip install torch==2.13.0` takes the CPU build. Everything else is pinned in
+# ci/requirements/trl-1.16.0.txt (its header names the command that made it).
+build_trl_venv() {
+    local venv=".venvs/trl" pins="ci/requirements/trl-1.16.0.txt"
+    local pip=("$venv/bin/python" -m pip --quiet --disable-pip-version-check)
+    [ -x "$venv/bin/python" ] || python -m venv "$venv"
+    "${pip[@]}" install torch==2.13.0
+    "${pip[@]}" install --no-deps -r "$pins"
+    # The launcher (root package) and both environments; their verifiers extras are not needed.
+    "${pip[@]}" install --no-deps --no-build-isolation -e . -e environments/gsm8k_multireward -e environments/fathom_rlm
+    # The root package's own dependencies (plots, an OpenAI client) are not needed by the launcher.
+    local broken
+    broken="$("$venv/bin/python" -m pip check 2>&1 | grep -v -e '^envtools ' -e '^No broken' || true)"
+    if [ -n "$broken" ]; then
+        echo "error: $pins is stale; regenerate it:" >&2
+        echo "$broken" >&2
+        exit 1
+    fi
+    export TRL_PYTHON="$PWD/$venv/bin/python"
+}
+build_trl_venv
+
 # The matrix tests need `uv` on PATH (the null harness calls it); use the one found above.
 PATH="$(dirname "$(python -c 'import uv; print(uv.find_uv_bin())')"):$PATH"
 export PATH

@@ -41,6 +41,10 @@ def __getattr__(name: str) -> Any:
 def load_environment(**kwargs: Any) -> Any:
     """The legacy verifiers entry point (verifiers 0.2.0 to 0.3.1); kwargs are the environment's
     arguments (see `fathom_rlm.adapters.arguments.FathomArguments`)."""
+    if importlib.util.find_spec("verifiers") is None:
+        raise ImportError(
+            "fathom-rlm's load_environment needs verifiers: pip install 'fathom-rlm[verifiers]'"
+        )
     try:
         import verifiers
 

@@ -1,5 +1,7 @@
 """gsm8k-multireward: GSM8K with a correctness reward and a correctness-gated length reward."""
 
+import importlib.util
+
 from gsm8k_multireward.config import DEFAULT_SYSTEM_PROMPT, GSM8KConfig
 from gsm8k_multireward.data import build_prompt, load_examples
 from gsm8k_multireward.grading import MathGrader, gold_from_solution
@@ -48,6 +50,11 @@ def load_environment(**kwargs: object) -> object:
     ``kwargs`` are ``GSM8KConfig``'s fields. Raises ImportError naming the installed version
     when verifiers has no legacy API (0.4 and later: use the Taskset).
     """
+    if importlib.util.find_spec("verifiers") is None:
+        raise ImportError(
+            "gsm8k-multireward's load_environment needs verifiers: "
+            "pip install 'gsm8k-multireward[verifiers]'"
+        )
     from gsm8k_multireward.adapters.legacy import load_legacy_environment
 
     return load_legacy_environment(**kwargs)

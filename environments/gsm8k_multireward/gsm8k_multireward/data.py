@@ -87,7 +87,13 @@ def _read_jsonl(path: Path, limit: int | None) -> list[dict]:
 
 def _load_hub(config: GSM8KConfig) -> Iterable[Mapping[str, Any]]:
     # Imported here so the core stays importable (and fast to import) without datasets.
-    from datasets import load_dataset
+    try:
+        from datasets import load_dataset
+    except ImportError as exc:
+        raise ImportError(
+            f"loading {config.dataset_name!r} from the Hugging Face Hub needs `datasets`: "
+            "pip install 'gsm8k-multireward[hub]' (or pass a local .jsonl path as dataset_name)"
+        ) from exc
 
     dataset = load_dataset(config.dataset_name, config.dataset_subset, split=config.dataset_split)
     if config.num_examples is not None:

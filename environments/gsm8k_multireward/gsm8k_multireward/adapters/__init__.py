@@ -2,7 +2,8 @@
 
 - `legacy`: verifiers' legacy API (0.2.x–0.3.1), `load_environment(**kwargs)`.
 - `v1`: verifiers' v1 API (0.3.x–0.4.x), a `Taskset` plus a local-by-default `Env`.
+- `trl`: TRL's `GRPOTrainer`, one reward function per component (imports no TRL).
 
-Each module imports its framework at import time; import the one that matches the installed
+The verifiers modules import verifiers at import time; import the one that matches the installed
 verifiers (the package `__init__` does this for you).
 """

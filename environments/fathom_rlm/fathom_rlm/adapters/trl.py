@@ -1,0 +1,317 @@
+"""fathom-rlm on TRL's `GRPOTrainer`: a multi-turn environment through `environment_factory`.
+
+TRL (1.x) drives the root turns itself: it renders the public async methods of an environment
+instance (`repl`, `llm`) as tools from their signatures and docstrings, parses the model's tool
+calls, awaits the methods on its event-loop thread and appends their results as tool messages.
+One instance serves one rollout at a time; TRL calls `reset(**dataset_row)` before each rollout.
+The dataset's prompts are the core's own first messages (system prompt with the document's size
+and the caps, then the question), so a model sees the same request under every adapter. Each
+instance owns one core
+`RolloutTools` (sandbox, sub-calls, `RolloutRecord`), and the reward functions score the
+finished rollout with the core's `score_rollout`, one function per named score.
+
+What differs from the verifiers adapters (docs/training.md, "GDPO and TRL"):
+
+- Sub-calls (`llm`, and `llm()` inside REPL code) go to a fixed model behind an
+  OpenAI-compatible endpoint (`sub_base_url`, `sub_model`): TRL generates only the root turns of
+  the policy it trains and serves no chat endpoint for the policy itself.
+- TRL runs every tool call of one reply without telling the environment where a reply ends, so
+  the per-reply tool-call cap (`max_tool_calls_per_turn`) is not applied; `max_turns` becomes
+  TRL's `max_tool_calling_iterations`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.request
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fathom_rlm.adapters.arguments import FathomArguments
+from fathom_rlm.adapters.scoring import build_rows, load_document, reward_config
+from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutTools, ToolSchema
+from fathom_rlm.agent.loop import initial_messages
+from fathom_rlm.rewards import REWARD_NAME, score_rollout
+
+REWARD_KEYS: tuple[str, ...] = (
+    REWARD_NAME,
+    "format_gate",
+    "correctness",
+    "token_budget",
+    "recursion_efficiency",
+    "gated_token_budget",
+    "gated_recursion_efficiency",
+)
+"""Scores a launcher may train on: the combined `reward`, its components and the gated costs
+(the cost terms count only once the answer is right, like gsm8k's gated length reward)."""
+
+_SUB_CALL_FIELDS = ("sub_base_url", "sub_model", "sub_api_key_var", "sub_timeout_s")
+_CLOSE_TIMEOUT_S = 30.0
+
+RewardFunc = Callable[..., list[float]]
+
+
+@dataclass
+class TRLEnvironment:
+    """What a TRL launcher needs: data, reward functions, default weights, the environment."""
+
+    train_dataset: Any
+    """A `datasets.Dataset`: `prompt` (system + question), `info` (the row as JSON), `answer`."""
+    reward_funcs: dict[str, RewardFunc]
+    """One reward function per key of `REWARD_KEYS`, `__name__`d by the key."""
+    reward_weights: dict[str, float]
+    """`reward` weighs 1, every other key 0: their sum is the environment's own reward."""
+    environment_factory: Callable[[], FathomTRLEnv]
+    trainer_defaults: dict[str, Any] = field(default_factory=dict)
+    """`GRPOConfig` fields this environment needs unless the run sets them."""
+    close: Callable[[], None] = field(default=lambda: None)
+    """Closes every instance's sandbox workers."""
+
+
+def load_trl_environment(*, sub_chat: ChatFn | None = None, **kwargs: Any) -> TRLEnvironment:
+    """The environment for TRL. `kwargs` are `FathomArguments` fields plus the sub-call endpoint:
+    `sub_base_url` and `sub_model` (required unless `sub_chat` is given), `sub_api_key_var` (the
+    environment variable holding its key, default `OPENAI_API_KEY`) and `sub_timeout_s`."""
+    endpoint = {key: kwargs.pop(key) for key in _SUB_CALL_FIELDS if key in kwargs}
+    args = FathomArguments.from_kwargs(kwargs)
+    if sub_chat is None:
+        sub_chat = _endpoint_chat_from(endpoint, args)
+    elif endpoint:
+        raise TypeError(f"give either sub_chat or {sorted(endpoint)}, not both")
+    instances: weakref.WeakSet[FathomTRLEnv] = weakref.WeakSet()
+
+    def factory() -> FathomTRLEnv:
+        instance = FathomTRLEnv(args, sub_chat)
+        instances.add(instance)
+        return instance
+
+    def close() -> None:
+        for instance in list(instances):
+            instance._release()
+
+    return TRLEnvironment(
+        train_dataset=train_dataset(args),
+        reward_funcs={key: _score_function(key) for key in REWARD_KEYS},
+        reward_weights={key: 1.0 if key == REWARD_NAME else 0.0 for key in REWARD_KEYS},
+        environment_factory=factory,
+        # Root model calls = tool rounds + the answering call.
+        trainer_defaults={"max_tool_calling_iterations": args.max_turns - 1},
+        close=close,
+    )
+
+
+def check_arguments(**kwargs: Any) -> None:
+    """Raise TypeError/ValueError for arguments `load_trl_environment` would refuse, without
+    building documents or contacting the sub-call endpoint."""
+    endpoint = {key: kwargs.pop(key) for key in _SUB_CALL_FIELDS if key in kwargs}
+    _endpoint_chat_from(endpoint, FathomArguments.from_kwargs(kwargs))
+
+
+def train_dataset(args: FathomArguments) -> Any:
+    """The split's rows with the core's first messages as the prompt; the row as JSON for `reset`.
+
+    The system prompt states the document's size: building the split generated every document
+    already, and the core's cache makes reading their lengths here cheap.
+    """
+    from datasets import Dataset
+
+    caps = args.caps()
+    lengths: dict[tuple[int, int], int] = {}
+    records = []
+    for row in build_rows(args):
+        key = (int(row["seed"]), int(row["doc_tokens"]))
+        if key not in lengths:
+            lengths[key] = len(load_document(row))
+        records.append(
+            {
+                "prompt": initial_messages(lengths[key], row["question"], caps),
+                # A JSON string: Arrow cannot hold rows whose nested fields vary in type.
+                "info": json.dumps(row),
+                "answer": row["answer"],
+            }
+        )
+    return Dataset.from_list(records)
+
+
+class FathomTRLEnv:
+    """One rollout's tools for TRL.
+
+    TRL offers the model every public method except `reset` (and `get_reward`, which this class
+    leaves out so the rewards stay separately named): only `repl` and `llm` may be public.
+    """
+
+    def __init__(self, args: FathomArguments, sub_chat: ChatFn) -> None:
+        self._args = args
+        self._caps = args.caps()
+        self._sub_chat = sub_chat
+        self._tools: RolloutTools | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._row: dict[str, Any] | None = None
+        self._scores: dict[str, float] | None = None
+
+    def reset(self, **columns: Any) -> None:
+        """Start a rollout on a dataset row (its prompt already holds the instructions)."""
+        self._release()
+        info = columns.get("info")
+        if not isinstance(info, str):
+            raise ValueError("a fathom-rlm row needs its `info` column (the task row as JSON)")
+        self._row = json.loads(info)
+        self._tools = RolloutTools(load_document(self._row), self._sub_chat, self._caps)
+
+    async def repl(self, code: str) -> str:
+        """Run Python code in a persistent sandbox where `doc` is the document text.
+
+        Args:
+            code: Python code to run. Variables persist between calls; print() what you want to see.
+
+        Returns:
+            What the code printed, then any error.
+        """
+        return await self._call("repl", {"code": code})
+
+    async def llm(self, prompt: str, slice: str) -> str:  # `slice`: the core schema's name
+        """Ask a focused sub-question about a slice of the document; returns the answer.
+
+        Args:
+            prompt: The sub-question.
+            slice: A range "start:end" of doc, or the name of a REPL variable holding a str.
+
+        Returns:
+            The sub-call's answer.
+        """
+        return await self._call("llm", {"prompt": prompt, "slice": slice})
+
+    def _score(self, completion: Any, completion_tokens: int | None) -> dict[str, float]:
+        """The core's scores of the finished rollout (computed once, on the first request)."""
+        if self._scores is None:
+            if self._tools is None or self._row is None:
+                raise RuntimeError("score() before reset(): TRL resets every rollout first")
+            final, turns = final_message(completion)
+            record = self._tools.record
+            record.turns = turns
+            if completion_tokens is not None:
+                record.root_completion_tokens = completion_tokens
+            record = self._tools.finish(final, "answer" if final is not None else "max_turns")
+            self._scores = score_rollout(record, self._row, reward_config(self._args))
+            self._release(keep_scores=True)
+        return self._scores
+
+    def _release(self, *, keep_scores: bool = False) -> None:
+        """Close this rollout's sandbox workers (on the loop that started them)."""
+        tools, loop, self._tools, self._loop = self._tools, self._loop, None, None
+        if not keep_scores:
+            self._scores = None
+        if tools is None:
+            return
+        if loop is not None and loop.is_running() and not _on_loop_thread(loop):
+            asyncio.run_coroutine_threadsafe(tools.close(), loop).result(_CLOSE_TIMEOUT_S)
+        elif loop is None or loop.is_closed():
+            asyncio.run(tools.close())  # never used on a loop: nothing started, nothing blocks
+        else:
+            loop.create_task(tools.close())
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> str:
+        if self._tools is None:
+            return "Error: the rollout is over."
+        self._loop = asyncio.get_running_loop()
+        return await self._tools.call(name, arguments)
+
+
+def final_message(completion: Any) -> tuple[str | None, int]:
+    """(the closing reply's text or None, the number of root replies) of a TRL completion.
+
+    A completion that ends on a tool message or a reply with tool calls ran out of turns.
+    """
+    if isinstance(completion, str):
+        return completion, 1
+    messages = [m for m in completion or () if isinstance(m, Mapping)]
+    replies = sum(1 for m in messages if m.get("role") == "assistant")
+    last = messages[-1] if messages else None
+    if last is None or last.get("role") != "assistant" or last.get("tool_calls"):
+        return None, replies
+    content = last.get("content")
+    return (content if isinstance(content, str) else ""), replies
+
+
+def _score_function(key: str) -> RewardFunc:
+    def reward(
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        environments: Sequence[FathomTRLEnv],
+        completion_ids: Sequence[Sequence[int]] | None = None,
+        **_: Any,
+    ) -> list[float]:
+        tokens = [len(ids) for ids in completion_ids] if completion_ids is not None else None
+        return [
+            env._score(completion, tokens[i] if tokens is not None else None)[key]
+            for i, (env, completion) in enumerate(zip(environments, completions, strict=True))
+        ]
+
+    # TRL names each reward in its logs by the function's __name__.
+    reward.__name__ = reward.__qualname__ = key
+    reward.__doc__ = f"The core's `{key}` of each finished rollout (TRL reward signature)."
+    return reward
+
+
+def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+# ------------------------------------------------------------------- sub-calls over HTTP
+
+
+def _endpoint_chat_from(endpoint: Mapping[str, Any], args: FathomArguments) -> ChatFn:
+    base_url, model = endpoint.get("sub_base_url"), endpoint.get("sub_model")
+    if not isinstance(base_url, str) or not isinstance(model, str) or not base_url or not model:
+        raise ValueError(
+            "fathom-rlm under TRL needs sub_base_url and sub_model: the OpenAI-compatible "
+            "endpoint that answers llm() sub-calls (TRL serves no chat endpoint for the policy)"
+        )
+    key_var = endpoint.get("sub_api_key_var", "OPENAI_API_KEY")
+    timeout = float(endpoint.get("sub_timeout_s", 120.0))
+    if not timeout > 0:
+        raise ValueError(f"sub_timeout_s must be > 0, got {timeout!r}")
+    return endpoint_chat(
+        base_url, model, os.environ.get(str(key_var), ""), timeout, args.sub_max_completion_tokens
+    )
+
+
+def endpoint_chat(
+    base_url: str,
+    model: str,
+    api_key: str,
+    timeout_s: float,
+    max_tokens: int | None = None,
+) -> ChatFn:
+    """The core's `ChatFn` over an OpenAI-compatible `/chat/completions` route (stdlib HTTP, off
+    the event loop). An HTTP or protocol error raises: TRL shows it to the model as a tool error
+    and counts it as a tool failure."""
+    url = base_url.rstrip("/") + "/chat/completions"
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+
+    def post(body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(
+            url, data=json.dumps(body).encode(), headers=headers, method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return json.loads(response.read())
+
+    async def chat(messages: list[Message], tools: list[ToolSchema] | None) -> ChatReply:
+        body: dict[str, Any] = {"model": model, "messages": messages}
+        if tools:
+            body["tools"] = tools
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        payload = await asyncio.to_thread(post, body)
+        return ChatReply(payload["choices"][0]["message"], payload.get("usage"))
+
+    return chat

@@ -1,0 +1,288 @@
+"""Export successful fathom-rlm trajectories as chat JSONL for supervised warm-starting.
+
+    uv run python -m envtools.sft_export --policy fathom-reference --split train --n 32 \\
+        --doc-tokens 16000 --min-reward 0.5 --format trl --out outputs/sft/fathom-train.jsonl
+
+Each task runs once through the real agent loop (`fathom_rlm.agent.run_rollout`: sandboxed
+`repl`, recursive `llm` sub-calls) with a scripted policy called in-process, and is scored by
+the environment's reward (`fathom_rlm.rewards.score_rollout`). A rollout whose reward is at least
+`--min-reward` yields one conversation for its root and one for every sub-call (a sub-call is its
+own conversation: its system prompt, its question and slice, its turns), so a model learns both
+roles. Rollouts below the threshold, or that fail, are counted and left out.
+
+Two row formats, both one JSON object per line with `messages` (OpenAI chat messages, assistant
+turns carrying `tool_calls`, tool turns carrying `tool_call_id` and `name`) and `tools` (the tool
+schemas the model was offered, as a JSON string; `[]` for a plain sub-call):
+
+* `prime-rl`: tool-call `arguments` are JSON strings, which prime-rl's SFT data loader decodes
+  itself; strings also keep Arrow from merging the argument objects of different tools.
+* `trl`: tool-call `arguments` are objects, the shape TRL's dataset docs and chat templates use.
+  Build the dataset with `Dataset.from_list(rows, on_mixed_types="use_json")` (datasets >= 4.7)
+  so the argument objects of different tools are not merged into one struct.
+
+`metadata` (a JSON string: task, family, role, depth, reward) rides along; both trainers ignore
+columns they do not read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutCaps, ToolSchema, run_rollout
+from fathom_rlm.agent.turns import normalize_assistant
+from fathom_rlm.documents import build_split, get_document
+from fathom_rlm.rewards import REWARD_NAME, RewardConfig, score_rollout
+
+from envtools.evaluate import registered_tasks
+from envtools.policies.base import Policy
+from envtools.policies.registry import get_policy
+
+Format = Literal["prime-rl", "trl"]
+FORMATS: tuple[str, ...] = ("prime-rl", "trl")
+
+
+@dataclass
+class Conversation:
+    """One model's view of one exchange: the root of a rollout, or one sub-call."""
+
+    role: Literal["root", "sub"]
+    messages: list[Message]
+    tools: list[ToolSchema]
+
+
+@dataclass
+class _Call:
+    request: list[Message]
+    tools: list[ToolSchema]
+    reply: Any
+
+
+@dataclass
+class CallRecorder:
+    """Wraps a chat function and keeps every request with its reply, in call order."""
+
+    chat: ChatFn
+    calls: list[_Call] = field(default_factory=list)
+
+    async def __call__(self, messages: list[Message], tools: list[ToolSchema] | None) -> ChatReply:
+        request = copy.deepcopy(messages)
+        reply = await self.chat(messages, tools)
+        self.calls.append(_Call(request, copy.deepcopy(tools or []), reply.message))
+        return reply
+
+    def conversations(self) -> list[Conversation]:
+        """The finished exchanges: a call whose request no later call extends ended its exchange.
+
+        The loop re-sends an exchange's whole history on every turn, so the turns of one
+        sub-call form a chain of requests each extending the one before; the last call of each
+        chain, plus its reply, is the whole conversation. Sub-calls may interleave (REPL code
+        can start several); matching by prefix keeps them apart.
+        """
+        out: list[Conversation] = []
+        for i, call in enumerate(self.calls):
+            size = len(call.request)
+            extended = any(
+                len(later.request) > size and later.request[:size] == call.request
+                for later in self.calls[i + 1 :]
+            )
+            if extended:
+                continue
+            turn = sum(m.get("role") == "assistant" for m in call.request)
+            final, _ = normalize_assistant(call.reply, turn)
+            out.append(Conversation("sub", [*call.request, final], call.tools))
+        return out
+
+
+@dataclass
+class ExportedRollout:
+    """One scored rollout and its conversations (empty when it failed)."""
+
+    row: dict[str, Any]
+    scores: dict[str, float] | None
+    conversations: list[Conversation]
+    llm_calls: int = 0
+    error: str | None = None
+
+    @property
+    def reward(self) -> float:
+        return float(self.scores[REWARD_NAME]) if self.scores else 0.0
+
+
+def policy_chat(policy: Policy) -> ChatFn:
+    """A scripted policy as the loop's chat function, called in-process."""
+
+    async def chat(messages: list[Message], tools: list[ToolSchema] | None) -> ChatReply:
+        result = await policy.respond(messages, tools)
+        return ChatReply(result.message, result.usage)
+
+    return chat
+
+
+async def run_and_capture(
+    row: dict[str, Any], chat: ChatFn, caps: RolloutCaps | None = None, timeout_s: float = 600.0
+) -> ExportedRollout:
+    """One rollout through the real loop, with its root transcript and every sub-call recorded."""
+    caps = caps or RolloutCaps()
+    root_calls = CallRecorder(chat)
+    sub_calls = CallRecorder(chat)
+    transcript: list[Message] = []
+    try:
+        document = get_document(int(row["seed"]), int(row["doc_tokens"])).text
+        record = await asyncio.wait_for(
+            run_rollout(
+                document,
+                row["question"],
+                root_calls,
+                caps,
+                sub_chat=sub_calls,
+                transcript=transcript,
+            ),
+            timeout_s,
+        )
+        scores = score_rollout(record, row, RewardConfig.from_caps(caps), document=document)
+    except Exception as exc:  # a failed rollout is reported and left out, never exported
+        return ExportedRollout(row, None, [], error=f"{type(exc).__name__}: {exc}")
+    tools = root_calls.calls[0].tools if root_calls.calls else []
+    root = Conversation("root", copy.deepcopy(transcript), tools)
+    return ExportedRollout(row, scores, [root, *sub_calls.conversations()], record.llm_calls)
+
+
+def _message_for(message: Message, fmt: Format, call_names: dict[str, str]) -> Message:
+    out = {k: v for k, v in message.items() if v is not None}
+    if message.get("role") == "assistant":
+        out.setdefault("content", "")
+        calls = []
+        for call in message.get("tool_calls") or []:
+            function = dict(call["function"])
+            call_names[call["id"]] = function["name"]
+            if fmt == "trl":
+                function["arguments"] = _as_object(function["arguments"])
+            calls.append({"id": call["id"], "type": "function", "function": function})
+        if calls:
+            out["tool_calls"] = calls
+    elif message.get("role") == "tool":
+        out["name"] = call_names.get(str(message.get("tool_call_id")), "")
+    return out
+
+
+def _as_object(arguments: Any) -> Any:
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return json.loads(arguments)
+    except json.JSONDecodeError:
+        return {"_raw": arguments}  # the model wrote invalid JSON; keep what it wrote
+
+
+def to_row(
+    conversation: Conversation, rollout: ExportedRollout, task: int, fmt: Format
+) -> dict[str, Any]:
+    """One JSONL row in `fmt` for one conversation of a scored rollout."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    names: dict[str, str] = {}
+    messages = [_message_for(m, fmt, names) for m in conversation.messages]
+    metadata = {
+        "task": task,
+        "seed": rollout.row["seed"],
+        "family": rollout.row["family"],
+        "doc_tokens": rollout.row["doc_tokens"],
+        "role": conversation.role,
+        "reward": rollout.reward,
+    }
+    return {
+        "messages": messages,
+        "tools": json.dumps(conversation.tools),
+        "metadata": json.dumps(metadata),
+    }
+
+
+async def export_rollouts(
+    rows: Sequence[dict[str, Any]],
+    chat: ChatFn,
+    *,
+    caps: RolloutCaps | None = None,
+    concurrency: int = 2,
+) -> list[ExportedRollout]:
+    """Every row once, at most `concurrency` rollouts at a time, in row order."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be >= 1")
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(row: dict[str, Any]) -> ExportedRollout:
+        async with gate:
+            return await run_and_capture(row, chat, caps)
+
+    with registered_tasks(rows):
+        return list(await asyncio.gather(*(one(row) for row in rows)))
+
+
+def select_rows(
+    rollouts: Sequence[ExportedRollout],
+    min_reward: float,
+    fmt: Format,
+    roles: Sequence[str] = ("root", "sub"),
+) -> list[dict[str, Any]]:
+    """The rows of every rollout that scored at least `min_reward`, root first, in task order."""
+    return [
+        to_row(conversation, rollout, task, fmt)
+        for task, rollout in enumerate(rollouts)
+        if rollout.scores is not None and rollout.reward >= min_reward
+        for conversation in rollout.conversations
+        if conversation.role in roles
+    ]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m envtools.sft_export", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--policy", default="fathom-reference", help="a scripted fathom policy")
+    parser.add_argument("--split", default="train", choices=("train", "eval", "heldout"))
+    parser.add_argument("--n", type=int, default=16, help="tasks: the split's first n rows")
+    parser.add_argument("--doc-tokens", type=int, default=16_000)
+    parser.add_argument("--min-reward", type=float, default=0.5)
+    parser.add_argument("--format", choices=FORMATS, default="trl")
+    parser.add_argument("--roles", default="root,sub", help="root, sub or both (comma-separated)")
+    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    roles = [r.strip() for r in args.roles.split(",") if r.strip()]
+    if not roles or set(roles) - {"root", "sub"}:
+        print(f"error: --roles takes root and/or sub, got {args.roles!r}", file=sys.stderr)
+        return 2
+    rows = build_split(args.split, args.n, doc_tokens=args.doc_tokens)
+    chat = policy_chat(get_policy(args.policy))
+    rollouts = asyncio.run(export_rollouts(rows, chat, concurrency=args.concurrency))
+    selected = select_rows(rollouts, args.min_reward, args.format, roles)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w", encoding="utf-8") as handle:
+        for row in selected:
+            handle.write(json.dumps(row) + "\n")
+    failed = [r for r in rollouts if r.error is not None]
+    kept = sum(r.scores is not None and r.reward >= args.min_reward for r in rollouts)
+    print(
+        f"{len(rollouts)} rollouts: {kept} kept (reward >= {args.min_reward}), "
+        f"{len(rollouts) - kept - len(failed)} below, {len(failed)} failed; "
+        f"{len(selected)} conversations written to {args.out}"
+    )
+    for rollout in failed:
+        print(f"failed: seed {rollout.row['seed']}: {rollout.error}", file=sys.stderr)
+    # Failures are loud: a policy or loop error is not a low score.
+    return 1 if failed or not selected else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

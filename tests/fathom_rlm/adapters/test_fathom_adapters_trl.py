@@ -1,0 +1,135 @@
+"""The TRL adapter (`environment_factory`) driven exactly as TRL's tool loop drives it.
+
+TRL resets one environment instance per rollout, calls the instance's methods with each tool
+call's parsed JSON arguments, appends the results as `{"role": "tool", "name", "content"}`
+messages and, at the end, calls each reward function with `environments=[...]`. Here the
+scripted reference policy plays the trained model (root turns, in process) and the scripted
+policy server answers the sub-calls over loopback HTTP.
+The TRL-side checks (tool schemas from the docstrings) are in tests/integration/test_trl_launch.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from fathom_rlm.adapters.scoring import load_document
+from fathom_rlm.adapters.trl import REWARD_KEYS, final_message, load_trl_environment
+
+from envtools.policies.registry import get_policy
+
+POLICY = "fathom-reference"
+
+
+def _load(kit: Any, policy_url: str, n: int) -> Any:
+    return load_trl_environment(
+        split="eval",
+        num_examples=n,
+        doc_tokens=kit.doc_tokens,
+        sub_base_url=policy_url,
+        sub_model=POLICY,
+    )
+
+
+async def _drive(env: Any, prompt: list[dict[str, Any]], max_rounds: int) -> list[dict[str, Any]]:
+    """TRL's tool loop: generate, run every tool call, append the results, until a plain reply."""
+    policy = get_policy(POLICY)
+    messages = [dict(m) for m in prompt]
+    completion: list[dict[str, Any]] = []
+    schemas = [
+        {"type": "function", "function": {"name": name, "parameters": {}}}
+        for name in ("repl", "llm")
+    ]
+    for _ in range(max_rounds + 1):
+        reply = (await policy.respond(messages, schemas)).message
+        assistant = {"role": "assistant", "content": reply.get("content") or ""}
+        if reply.get("tool_calls"):
+            assistant["tool_calls"] = reply["tool_calls"]
+        messages.append(assistant)
+        completion.append(assistant)
+        if not reply.get("tool_calls"):
+            break
+        for call in reply["tool_calls"]:
+            function = call["function"]
+            arguments = json.loads(function["arguments"])
+            result = await getattr(env, function["name"])(**arguments)
+            tool = {"role": "tool", "name": function["name"], "content": str(result)}
+            tool["tool_call_id"] = call.get("id")  # kept for the scripted policy's bookkeeping
+            messages.append(tool)
+            completion.append(tool)
+    return completion
+
+
+def _rewards(loaded: Any, env: Any, completion: list[dict[str, Any]]) -> dict[str, float]:
+    return {
+        key: fn(
+            prompts=[[]],
+            completions=[completion],
+            environments=[env],
+            completion_ids=[[0] * 50],
+            trainer_state=None,
+        )[0]
+        for key, fn in loaded.reward_funcs.items()
+    }
+
+
+def test_a_reference_rollout_scores_as_the_core_scores_it(kit: Any, policy_url: str) -> None:
+    loaded = _load(kit, policy_url, 3)
+    try:
+        assert list(loaded.reward_funcs) == list(REWARD_KEYS)
+        assert [fn.__name__ for fn in loaded.reward_funcs.values()] == list(REWARD_KEYS)
+        assert loaded.reward_weights["reward"] == 1.0
+        assert sum(loaded.reward_weights.values()) == 1.0
+        row = loaded.train_dataset[0]
+        task = json.loads(row["info"])
+        env = loaded.environment_factory()
+        assert env.reset(**row) is None  # nothing for TRL to append: the prompt is complete
+        prompt = row["prompt"]
+        assert [m["role"] for m in prompt] == ["system", "user"]
+        assert f"{len(load_document(task)):,} characters" in prompt[0]["content"]
+        rounds = loaded.trainer_defaults["max_tool_calling_iterations"]
+        completion = asyncio.run(_drive(env, prompt, rounds))
+        got = _rewards(loaded, env, completion)
+        expected = kit.replay_scores(task, POLICY)
+        for key in ("format_gate", "correctness", "recursion_efficiency"):
+            assert got[key] == expected[key], key
+        assert got["correctness"] == 1.0 and got["reward"] > 0.75
+        assert got["token_budget"] == pytest.approx(expected["token_budget"], abs=0.05)
+    finally:
+        loaded.close()
+
+
+def test_an_answer_without_reading_scores_zero(kit: Any, policy_url: str) -> None:
+    loaded = _load(kit, policy_url, 1)
+    try:
+        row = loaded.train_dataset[0]
+        env = loaded.environment_factory()
+        env.reset(**row)
+        guess = [{"role": "assistant", "content": f"<answer>{row['answer']}</answer>"}]
+        got = _rewards(loaded, env, guess)
+        # The right words, but the document was never read: no evidence, no credit.
+        assert got["format_gate"] == 1.0
+        assert got["correctness"] == 0.0 and got["reward"] == 0.0
+    finally:
+        loaded.close()
+
+
+def test_a_rollout_cut_off_mid_tool_call_has_no_answer() -> None:
+    cut = [
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "repl"}}]},
+        {"role": "tool", "name": "repl", "content": "..."},
+    ]
+    assert final_message(cut) == (None, 1)
+    assert final_message([{"role": "assistant", "content": "<answer>x</answer>"}]) == (
+        "<answer>x</answer>",
+        1,
+    )
+
+
+def test_missing_sub_call_endpoint_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="sub_base_url and sub_model"):
+        load_trl_environment(split="eval", num_examples=1, doc_tokens=4_000)
+    with pytest.raises(TypeError, match="unknown arguments"):
+        load_trl_environment(no_such=1, sub_base_url="http://127.0.0.1:9", sub_model="m")

@@ -1,0 +1,320 @@
+"""TRL end to end, in the TRL venv (scripts/test.sh builds it and exports $TRL_PYTHON).
+
+- `envtools.gdpo` equals TRL's own advantage computation (its trainer's scoring step) on random
+  rewards, for GDPO (`normalize_then_sum`) and GRPO (`sum_then_normalize`).
+- Two real training steps through the launcher, GRPO and GDPO, on a tiny random model and the
+  GSM8K fixture rows: each reward component is logged, and the advantages TRL trained on
+  (its completions log) equal `gdpo_advantages` / `grpo_advantages` on the logged rewards.
+- fathom-rlm through TRL's own tool loop (`environment_factory`): one GDPO step whose rollouts
+  call the real sandbox and real sub-calls (scripted policy server on loopback), scored by the core.
+- Every example file in orchestrator_configs/trl passes `--check` against TRL's `GRPOConfig`.
+
+Under CI (CI=true) a missing TRL venv fails these tests; elsewhere they are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from envtools.gdpo import gdpo_advantages, grpo_advantages
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = Path(__file__).parent / "trl_programs"
+FIXTURE = ROOT / "tests" / "gsm8k_multireward" / "fixtures" / "adapters.jsonl"
+FIXTURE_ANSWERS = ["29", "27"]  # the first two rows: the run trains on those
+WRONG_ANSWER = "30"
+TRL_CONFIGS = sorted((ROOT / "orchestrator_configs" / "trl").glob("*.toml"))
+
+
+@pytest.fixture(scope="module")
+def trl_python() -> Path:
+    value = os.environ.get("TRL_PYTHON")
+    if value and Path(value).is_file():
+        # Absolute, not resolved: the venv's python is a symlink, and the venv is where it sits.
+        return Path(value).absolute()
+    reason = "$TRL_PYTHON names no interpreter: scripts/test.sh builds the TRL venv"
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(trl_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer random Llama whose vocabulary holds the fixture answers as whole tokens."""
+    out = tmp_path_factory.mktemp("tiny-model")
+    _run(
+        [trl_python, PROGRAMS / "tiny_model.py", out, *FIXTURE_ANSWERS, WRONG_ANSWER],
+        cwd=out,
+    )
+    return out
+
+
+def _offline_env() -> dict[str, str]:
+    """No network beyond loopback: the hub, datasets and pip are all told to stay offline."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("VIRTUAL_ENV") and "API_KEY" not in key
+    }
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        PIP_NO_INDEX="1",
+        TRL_EXPERIMENTAL_SILENCE="1",
+        # One torch thread: the machine is shared and the model is tiny.
+        OMP_NUM_THREADS="1",
+    )
+    return env
+
+
+def _run(argv: list, cwd: Path, stdin: str | None = None) -> str:
+    """Run a TRL-venv command; on failure, show its output. Returns stdout."""
+    result = subprocess.run(
+        [str(a) for a in argv],
+        cwd=cwd,
+        env=_offline_env(),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    output = f"{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+    assert result.returncode == 0, f"{[str(a) for a in argv[:3]]} failed:\n{output}"
+    return result.stdout
+
+
+# ------------------------------------------------------------------ gdpo_advantages against TRL
+
+
+def _random_case(rng: np.random.Generator, aggregation: str, shape: tuple, weights: list) -> dict:
+    rewards = rng.normal(size=shape).round(3)
+    binary = rng.integers(0, 2, size=shape).astype(float)
+    rewards[..., 0] = binary[..., 0]  # a binary component, as in GSM8K's correct_answer
+    # A few rewards that do not apply (TRL's None) and, in one case, a zero-variance group.
+    rewards[rng.random(size=shape) < 0.1] = np.nan
+    if shape[0] > 2:
+        rewards[1, :, -1] = 1.0
+    return {
+        "aggregation": aggregation,
+        "weights": weights,
+        "rewards": [
+            [[None if np.isnan(v) else float(v) for v in row] for row in g] for g in rewards
+        ],
+    }
+
+
+def _as_array(case: dict) -> np.ndarray:
+    return np.array(
+        [[[np.nan if v is None else v for v in row] for row in g] for g in case["rewards"]]
+    )
+
+
+def test_gdpo_and_grpo_equal_trls_own_advantages(trl_python: Path, tiny_model: Path) -> None:
+    rng = np.random.default_rng(2601)
+    cases = [
+        _random_case(rng, "normalize_then_sum", (3, 4, 2), [1.0, 1.0]),
+        _random_case(rng, "normalize_then_sum", (4, 3, 3), [1.0, 0.5, 2.0]),
+        _random_case(rng, "normalize_then_sum", (2, 5, 2), [0.3, 1.7]),
+        _random_case(rng, "sum_then_normalize", (3, 4, 2), [1.0, 0.5]),
+        _random_case(rng, "sum_then_normalize", (2, 5, 3), [1.0, 1.0, 1.0]),
+    ]
+    request = json.dumps({"model_dir": str(tiny_model), "cases": cases})
+    trl_results = json.loads(
+        _run([trl_python, PROGRAMS / "trl_advantages.py"], tiny_model, request)
+    )
+    assert len(trl_results) == len(cases)
+    for case, trl_advantages in zip(cases, trl_results, strict=True):
+        rewards = _as_array(case)
+        if case["aggregation"] == "normalize_then_sum":
+            ours = gdpo_advantages(rewards, case["weights"])
+        else:
+            ours = grpo_advantages(rewards, case["weights"])
+        # TRL computes in float32; ours in float64.
+        np.testing.assert_allclose(
+            ours.ravel(), trl_advantages, rtol=1e-4, atol=1e-4, err_msg=str(case)
+        )
+        assert np.count_nonzero(ours) > rewards.shape[0], "a degenerate case proves nothing"
+
+
+# ------------------------------------------------------------------ training through the launcher
+
+
+def _smoke_config(model: Path, out: Path, advantage: str) -> str:
+    return f"""
+model = "{model}"
+advantage = "{advantage}"
+
+[env]
+id = "gsm8k-multireward"
+reward_keys = ["correct_answer", "length_reward"]
+reward_weights = [1.0, 0.5]
+
+[env.args]
+dataset_name = "{FIXTURE}"
+num_examples = {len(FIXTURE_ANSWERS)}
+system_prompt = ""
+# The tiny vocabulary holds whole "\\boxed{{N}}" tokens: a 1-2 token correct answer pays both.
+length_threshold_tokens = 2
+math_verify_max_workers = 1
+
+[trainer]
+output_dir = "{out}"
+use_cpu = true
+max_steps = 2
+per_device_train_batch_size = 8
+num_generations = 4
+max_completion_length = 4
+temperature = 1.0
+learning_rate = 1e-3
+logging_steps = 1
+log_completions = true
+num_completions_to_print = 1
+save_strategy = "no"
+report_to = "none"
+seed = 0
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("advantage", ["grpo", "gdpo"])
+def test_two_training_steps_through_the_launcher(
+    trl_python: Path, tiny_model: Path, tmp_path: Path, advantage: str
+) -> None:
+    out = tmp_path / "run"
+    config = tmp_path / f"smoke-{advantage}.toml"
+    config.write_text(_smoke_config(tiny_model, out, advantage))
+    _run([trl_python, "-m", "envtools.trl_launch", config], cwd=tmp_path)
+
+    history = json.loads((out / "log_history.json").read_text())
+    steps = [entry for entry in history if "loss" in entry]
+    assert [entry["step"] for entry in steps] == [1, 2]
+    for entry in steps:
+        for key in ("correct_answer", "length_reward"):
+            assert f"rewards/{key}/mean" in entry and f"rewards/{key}/std" in entry
+    assert (out / "model.safetensors").is_file()
+
+    seen_correct = seen_length = 0.0
+    for step in (1, 2):
+        table = pq.read_table(out / "completions" / f"completions_{step:05d}.parquet").to_pydict()
+        prompts = [json.dumps(p, sort_keys=True) for p in table["prompt"]]
+        # TRL's sampler lays a batch out as groups of num_generations rollouts of one prompt.
+        groups = [prompts[i : i + 4] for i in range(0, len(prompts), 4)]
+        assert len(groups) == 2 and all(len(set(g)) == 1 for g in groups)
+        rewards = np.stack([table["correct_answer"], table["length_reward"]], axis=-1)
+        rewards = rewards.reshape(2, 4, 2)
+        logged_mean = next(e for e in steps if e["step"] == step)["rewards/correct_answer/mean"]
+        assert rewards[..., 0].mean() == pytest.approx(logged_mean)
+        if advantage == "gdpo":
+            expected = gdpo_advantages(rewards, [1.0, 0.5])
+        else:
+            expected = grpo_advantages(rewards, [1.0, 0.5])
+        np.testing.assert_allclose(table["advantage"], expected.ravel(), rtol=1e-4, atol=1e-4)
+        seen_correct += rewards[..., 0].sum()
+        seen_length += rewards[..., 1].sum()
+    # The fixed seed gives both rewards some successes: the comparison above is not all zeros.
+    assert seen_correct > 0 and seen_length > 0
+
+
+def test_example_configs_pass_check_with_trl(trl_python: Path, tmp_path: Path) -> None:
+    assert TRL_CONFIGS, "orchestrator_configs/trl has no example files"
+    for config in TRL_CONFIGS:
+        stdout = _run([trl_python, "-m", "envtools.trl_launch", config, "--check"], cwd=ROOT)
+        assert f"{config}: ok" in stdout
+
+
+# ------------------------------------------------------------------ fathom-rlm through TRL's tools
+
+
+def _fathom_config(model: Path, out: Path, sub_url: str) -> str:
+    return f"""
+model = "{model}"
+advantage = "gdpo"
+
+[env]
+id = "fathom-rlm"
+reward_keys = ["correctness", "gated_token_budget", "format_gate"]
+reward_weights = [1.0, 0.2, 0.25]
+
+[env.args]
+split = "eval"
+num_examples = 2
+doc_tokens = {FATHOM_DOC_TOKENS}
+max_turns = 3
+sub_base_url = "{sub_url}"
+sub_model = "fathom-reference"
+
+[trainer]
+output_dir = "{out}"
+use_cpu = true
+max_steps = 1
+per_device_train_batch_size = 8
+num_generations = 4
+max_completion_length = 400
+temperature = 1.0
+logging_steps = 1
+log_completions = true
+num_completions_to_print = 0
+save_strategy = "no"
+report_to = "none"
+seed = 0
+"""
+
+
+FATHOM_DOC_TOKENS = 16_000
+
+
+@pytest.mark.slow
+def test_fathom_rollouts_call_the_real_tools_through_trl(trl_python: Path, tmp_path: Path) -> None:
+    """One GDPO step where TRL runs the root turns: its tool loop calls `repl` (the sandbox) and
+    `llm` (sub-calls to the scripted policy server over loopback), and the core scores each
+    rollout. The random model's tool calls are whole tokens of its vocabulary."""
+    from fathom_rlm.adapters.scoring import load_document
+    from fathom_rlm.adapters.trl import final_message
+    from fathom_rlm.documents import build_split
+    from fathom_rlm.rewards import format_gate
+
+    from envtools.evaluate import registered_tasks
+    from envtools.policy_server import policy_server_in_thread
+
+    model = tmp_path / "tool-model"
+    _run([trl_python, PROGRAMS / "tiny_model.py", "--tools", model], cwd=tmp_path)
+    rows = build_split("eval", 2, doc_tokens=FATHOM_DOC_TOKENS)
+    out = tmp_path / "run"
+    config = tmp_path / "fathom-gdpo.toml"
+    # The scripted sub-call reader finds these rows (built at the test's document length).
+    with registered_tasks(rows), policy_server_in_thread() as url:
+        config.write_text(_fathom_config(model, out, url))
+        _run([trl_python, "-m", "envtools.trl_launch", config], cwd=tmp_path)
+
+    [step] = [e for e in json.loads((out / "log_history.json").read_text()) if "loss" in e]
+    for key in ("correctness", "gated_token_budget", "format_gate"):
+        assert f"rewards/{key}/mean" in step
+    assert step["tools/call_frequency"] > 0 and step["tools/failure_frequency"] == 0
+
+    table = pq.read_table(out / "completions" / "completions_00001.parquet").to_pydict()
+    tool_messages = [m for c in table["completion"] for m in c if m["role"] == "tool"]
+    # The REPL shows printed output without its trailing newline.
+    documents = {load_document(row)[:300].rstrip("\n") for row in rows}
+    repl_outputs = [m["content"] for m in tool_messages if m["name"] == "repl"]
+    llm_outputs = [m["content"] for m in tool_messages if m["name"] == "llm"]
+    # `print(doc[:300])` ran in the sandbox over the row's document.
+    assert repl_outputs and all(text in documents for text in repl_outputs)
+    # Every sub-call reached the policy server and came back with its answer.
+    assert llm_outputs and not any(text.startswith("Error") for text in llm_outputs)
+    # The core scored each rollout from TRL's completion: its closing reply or none.
+    expected_gate = [format_gate(final_message(c)[0]) for c in table["completion"]]
+    assert table["format_gate"] == expected_gate
+    rewards = np.stack(
+        [table["correctness"], table["gated_token_budget"], table["format_gate"]], axis=-1
+    ).reshape(2, 4, 3)
+    np.testing.assert_allclose(
+        table["advantage"], gdpo_advantages(rewards, [1.0, 0.2, 0.25]).ravel(), atol=1e-4
+    )
