@@ -19,16 +19,20 @@ from .document import (
     get_document,
 )
 from .render import Chapter
-from .splits import SPLIT_SEED_BASE, SPLIT_SIZES, build_split, split_seeds
+from .seeds import SPLIT_SEED_BASE, split_of_seed
+from .splits import SPLIT_SIZES, build_split, split_seeds, split_tasks
 from .tasks import (
     DEFAULT_FAMILY_MIX,
     FAMILIES,
     Evidence,
+    QuestionIntent,
+    QuestionParseError,
     Task,
     check_task,
     make_tasks,
     matches_gold,
     normalize_answer,
+    parse_question,
     propose_tasks,
 )
 from .world import World
@@ -43,6 +47,8 @@ __all__ = [
     "Chapter",
     "Document",
     "Evidence",
+    "QuestionIntent",
+    "QuestionParseError",
     "Task",
     "World",
     "blind_answer",
@@ -55,6 +61,9 @@ __all__ = [
     "make_tasks",
     "matches_gold",
     "normalize_answer",
+    "parse_question",
     "propose_tasks",
+    "split_of_seed",
     "split_seeds",
+    "split_tasks",
 ]
