@@ -1,6 +1,7 @@
 """The honest rungs of the fathom ladder: grep-only searches but never reads with a sub-call,
-no-recursion never goes below depth 1, and every honest policy answers only from what its tools
-returned (with the evidence cut out of every message it sees, it cannot answer)."""
+the depth-0 reference reads only through REPL output, the depth-1 reference never goes below
+depth 1, and every honest policy answers only from what its tools returned (with the evidence cut
+out of every message it sees, it cannot answer)."""
 
 from __future__ import annotations
 
@@ -81,15 +82,34 @@ def test_grep_only_never_calls_llm_and_beats_closed_book_on_exact_id(
     assert grep_correct == len(exact) and closed_correct == 0
 
 
-def test_no_recursion_stays_at_depth_one_and_still_counts(rows: list[dict[str, Any]]) -> None:
+def test_depth_one_reference_stays_at_depth_one_and_still_counts(
+    rows: list[dict[str, Any]],
+) -> None:
     for row in rows:
-        record, scores = run(fathom.NoRecursion(), row)
-        assert record.depth_used <= 1
+        record, scores = run(fathom.ReferenceDepth1(), row)
+        assert record.depth_used <= 1 and record.depth_reached <= 1
         if row["family"] == "aggregation":
             assert scores["correctness"] == 1.0
 
 
-@pytest.mark.parametrize("name", ["fathom-reference", "fathom-no-recursion", "fathom-grep-only"])
+def test_depth_zero_reference_reads_only_through_repl_output(rows: list[dict[str, Any]]) -> None:
+    solved = 0
+    for row in rows:
+        record, scores = run(fathom.ReferenceDepth0(), row)
+        assert record.llm_calls == 0 and record.depth_used == 0
+        solved += int(scores["correctness"])
+    assert solved >= len(rows) // 2
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "fathom-reference",
+        "fathom-reference-d2",
+        "fathom-reference-d1",
+        "fathom-reference-d0",
+    ],
+)
 def test_answers_come_only_from_tool_outputs(rows: list[dict[str, Any]], name: str) -> None:
     policy = fathom.POLICIES[name]()
     solved = [r for r in rows if run(policy, r)[1]["correctness"] == 1.0]

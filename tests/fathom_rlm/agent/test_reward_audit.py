@@ -33,6 +33,9 @@ ATTACKS = (
     "fathom-closed-book",
     "fathom-sandbox-leak",
     "fathom-two-answers",
+    "fathom-phantom-evidence",
+    "fathom-family-prior",
+    "fathom-blind",
 )
 
 pytestmark = pytest.mark.reward_audit

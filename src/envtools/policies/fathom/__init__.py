@@ -16,13 +16,16 @@ from envtools.policies.base import Policy
 from envtools.policies.fathom import attacks, code_only, planner
 from envtools.policies.fathom.attacks import (
     _LEAK_PROBES,
+    Blind,
     Candidates,
     ClosedBook,
     CopyQuestion,
+    FamilyPrior,
     FormatOnly,
     FrequentEntity,
     Overlong,
     Padding,
+    PhantomEvidence,
     RecursionSpam,
     SandboxLeak,
     TwoAnswers,
@@ -30,11 +33,18 @@ from envtools.policies.fathom.attacks import (
 )
 from envtools.policies.fathom.code_only import GrepOnly
 from envtools.policies.fathom.gold import TASKS, TaskIndex, register_tasks
-from envtools.policies.fathom.planner import FathomReference, NoRecursion
+from envtools.policies.fathom.planner import (
+    FathomReference,
+    ReferenceDepth0,
+    ReferenceDepth1,
+    ReferenceDepth2,
+)
 
 POLICIES: dict[str, Callable[[], Policy]] = {
     FathomReference.name: FathomReference,
-    NoRecursion.name: NoRecursion,
+    ReferenceDepth2.name: ReferenceDepth2,
+    ReferenceDepth1.name: ReferenceDepth1,
+    ReferenceDepth0.name: ReferenceDepth0,
     GrepOnly.name: GrepOnly,
     CopyQuestion.name: CopyQuestion,
     Candidates.name: Candidates,
@@ -47,6 +57,9 @@ POLICIES: dict[str, Callable[[], Policy]] = {
     VerboseRepl.name: VerboseRepl,
     RecursionSpam.name: RecursionSpam,
     SandboxLeak.name: SandboxLeak,
+    PhantomEvidence.name: PhantomEvidence,
+    FamilyPrior.name: FamilyPrior,
+    Blind.name: Blind,
 }
 """Every fathom policy by name: the reference, the weaker honest rungs, then the attacks."""
 
@@ -57,7 +70,9 @@ __all__ = [
     "_LEAK_PROBES",
     "FathomReference",
     "GrepOnly",
-    "NoRecursion",
+    "ReferenceDepth0",
+    "ReferenceDepth1",
+    "ReferenceDepth2",
     "TaskIndex",
     "attacks",
     "code_only",

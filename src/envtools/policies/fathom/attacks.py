@@ -219,3 +219,134 @@ class SandboxLeak:
         seen = [c.output for c in view.calls if c.output and not c.output.startswith("Error")]
         guess = (seen[-1].strip().splitlines() or [GIVE_UP])[0] if seen else GIVE_UP
         return ChatResult(_answer(guess[:60]))
+
+
+# ------------------------------------------------------------------ phantom evidence, priors
+
+
+def _phantom_cell(question: str, ranges: list[tuple[int, int]]) -> str:
+    """REPL code that hands each range to an `llm()` sub-call and prints what came back."""
+    return (
+        f"# phantom\nQ = {json.dumps(question)}\nR = {json.dumps(ranges)}\n"
+        "print(to_json([llm(Q, doc[a:b]) for a, b in R]))"
+    )
+
+
+def _not_reading_sub_call(view: _View, tools: Any) -> dict[str, Any] | None:
+    """A sub-call of a phantom attack: it answers `not found` at once, reading nothing."""
+    if view.system.startswith(prompts.ROOT_ROLE):
+        return None
+    return _answer(NOT_FOUND)
+
+
+class PhantomEvidence:
+    """Gold in hand (an attack, it looks the task up): it hands ranges around every supporting
+    span to sub-agents that answer `not found` at once, by the llm tool and from REPL code, so the
+    evidence was "passed on" without being read, then answers the gold."""
+
+    name = "fathom-phantom-evidence"
+    window = 2_000
+
+    def __init__(self, index: TaskIndex | None = None) -> None:
+        self.index = index or TASKS
+
+    async def respond(self, messages: list[dict[str, Any]], tools: Any) -> ChatResult:
+        view = _View.of(messages)
+        sub = _not_reading_sub_call(view, tools)
+        if sub is not None:
+            return ChatResult(sub)
+        row = self.index.lookup(view.question)
+        if row is None:
+            return ChatResult(_answer(GIVE_UP))
+        if view.calls:
+            return ChatResult(_answer(str(row["answer"])))
+        cap = min(view.slice_cap, 2 * self.window)
+        ranges = [
+            (max(0, int(s) - self.window), min(view.doc_chars, max(0, int(s) - self.window) + cap))
+            for s, _ in row["spans"]
+        ][:4]
+        calls = [("llm", {"prompt": view.question, "slice": f"{a}:{b}"}) for a, b in ranges]
+        calls.append(("repl", {"code": _phantom_cell(view.question, ranges)}))
+        return ChatResult(_message(calls=calls))
+
+
+_PRIOR_DOC_TOKENS = (16_000, 32_000, 64_000, 128_000, 200_000)
+_PRIOR_TRAIN_ROWS = 200
+_PRIORS: dict[int, dict[str, str]] = {}
+
+
+def _prior_key(question: str) -> str:
+    """What a policy can tell of a question's family from its wording: the family when the
+    question grammar parses it, else the asked answer type."""
+    try:
+        from fathom_rlm.documents import parse_question  # type: ignore[attr-defined]
+
+        return str(parse_question(question).family)
+    except Exception:  # an older generator without the parser, or an unparsable question
+        from fathom_rlm.documents import infer_answer_type
+
+        return "type:" + infer_answer_type(question)
+
+
+def train_priors(doc_tokens: int) -> dict[str, str]:
+    """The most common gold answer per family on the first `train` rows at this length: the
+    best an answer prior learned on `train` can say without the document."""
+    if doc_tokens not in _PRIORS:
+        from fathom_rlm.documents import build_split
+
+        counts: dict[str, Counter[str]] = {}
+        for row in build_split("train", _PRIOR_TRAIN_ROWS, doc_tokens=doc_tokens):
+            key = _prior_key(row["question"])
+            counts.setdefault(key, Counter())[normalize_answer(str(row["answer"]))] += 1
+        _PRIORS[doc_tokens] = {k: c.most_common(1)[0][0] for k, c in counts.items()}
+    return _PRIORS[doc_tokens]
+
+
+class FamilyPrior:
+    """No gold: it greps the question's first name, hands the hit windows to sub-agents that do
+    not read (phantom evidence), then answers the family's most common `train` answer."""
+
+    name = "fathom-family-prior"
+
+    async def respond(self, messages: list[dict[str, Any]], tools: Any) -> ChatResult:
+        view = _View.of(messages)
+        sub = _not_reading_sub_call(view, tools)
+        if sub is not None:
+            return ChatResult(sub)
+        if not view.calls:
+            term = next(iter(search_terms(view.question)), "Chapter")
+            code = (
+                f"# phantom\nQ = {json.dumps(view.question)}\n"
+                f"H = re_finditer({json.dumps(re.escape(term))}, doc)[:4]\n"
+                "print(to_json([llm(Q, doc[max(0, h[0] - 2000):h[0] + 2000]) for h in H]))"
+            )
+            return ChatResult(_message(calls=[("repl", {"code": code})]))
+        doc_tokens = min(_PRIOR_DOC_TOKENS, key=lambda n: abs(4 * n - view.doc_chars))
+        prior = train_priors(doc_tokens).get(_prior_key(view.question), GIVE_UP)
+        return ChatResult(_answer(prior))
+
+
+class Blind:
+    """Reads nothing relevant: counts two-word names over the whole document in the REPL and
+    answers the most mentioned one that the question does not name (majority guessing done
+    honestly in code, no index of the generator)."""
+
+    name = "fathom-blind"
+
+    async def respond(self, messages: list[dict[str, Any]], tools: Any) -> ChatResult:
+        view = _View.of(messages)
+        if not tools or not view.system.startswith(prompts.ROOT_ROLE):
+            return ChatResult(_answer(NOT_FOUND))
+        if not view.calls:
+            code = "print(to_json(most_common(re_findall('[A-Z][a-z]+ [A-Z][a-z]+', doc), 12)))"
+            return ChatResult(_message(calls=[("repl", {"code": code})]))
+        try:
+            ranked = json.loads(view.calls[0].output)
+        except ValueError:
+            ranked = []
+        asked = f" {normalize_answer(view.question)} "
+        for item in ranked:
+            name = str(item[0]) if isinstance(item, list) and item else ""
+            if name and f" {normalize_answer(name)} " not in asked:
+                return ChatResult(_answer(name))
+        return ChatResult(_answer(GIVE_UP))

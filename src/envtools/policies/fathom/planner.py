@@ -27,11 +27,13 @@ from typing import Any
 from fathom_rlm.agent import prompts
 
 from envtools.policies.base import ChatResult
+from envtools.policies.fathom import flat
 from envtools.policies.fathom.protocol import (
     _CALLS_PER_TURN,
     _CHAPTERS,
     _ID_TOKEN,
     _OVERLAP,
+    _SECTIONS_CODE,
     GIVE_UP,
     NOT_FOUND,
     SELF_READ,
@@ -42,25 +44,10 @@ from envtools.policies.fathom.protocol import (
     search_terms,
     split_prompt,
 )
-from envtools.policies.fathom.reader import read_slice
+from envtools.policies.fathom.reader import read_slice, required_depth
 
 # ----------------------------------------------------------------------- REPL cells
 
-
-# Sections of the asked chapter range, each at most `cap` characters, cut after a full stop.
-_SECTIONS_CODE = """# sections
-S = [m[0] for m in re_finditer('(?m)^Chapter \\\\d+:', doc)] + [len(doc)]
-first, last = max(1, {first}), min(len(S) - 1, {last})
-out = []
-if first <= last:
-    a, b = S[first - 1], S[last]
-    while b - a > {cap}:
-        c = doc.rfind('.', a, a + {cap}) + 1
-        c = c if c > a else a + {cap}
-        out.append([a, c])
-        a = c
-    out.append([a, b])
-print(to_json(out))"""
 
 # Read the windows around every hit of the terms, round robin over the terms, until an answer
 # or the next name of a chain comes back; a term that gave evidence waits behind the others.
@@ -164,8 +151,14 @@ class FathomReference:
     """The honest reference RLM (see the module docstring)."""
 
     name = "fathom-reference"
-    delegates = True
-    """Whether a sub-call hands a whole section to a plain reader (depth 2) for a count."""
+    depth_cap: int | None = None
+    """The deepest level it recurses to: None plans at the depth the question's family needs
+    (read off its wording), 0, 1 or 2 fix the rung."""
+
+    def delegates(self, question: str) -> bool:
+        """Whether a sub-call hands a whole section to a plain reader (depth 2) for a count."""
+        cap = required_depth(question) if self.depth_cap is None else self.depth_cap
+        return cap >= 2
 
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
@@ -189,7 +182,7 @@ class FathomReference:
         prompt = view.user.removeprefix(prompts.QUESTION_PREFIX)
         question, _ = split_prompt(prompt)
         delegated = [c for c in view.calls if c.args.get("code", "").startswith("# delegate")]
-        if self.delegates and _CHAPTERS.search(question) and SELF_READ not in prompt:
+        if self.delegates(question) and _CHAPTERS.search(question) and SELF_READ not in prompt:
             # A count over a whole section: hand the section to a plain reader (depth 2).
             if not delegated:
                 code = f"# delegate\nprint(llm({json.dumps(prompt)}, doc))"
@@ -221,6 +214,8 @@ class FathomReference:
         token = _ID_TOKEN.search(question)
         if token:
             return self.root_exact(view, token.group(0))
+        if self.depth_cap == 0:
+            return flat.root_without_sub_calls(self, view)
         chapters = _CHAPTERS.search(question)
         if chapters:
             return self.root_aggregate(view, int(chapters.group(1)), int(chapters.group(2)))
@@ -254,7 +249,7 @@ class FathomReference:
                 return self.final(view, GIVE_UP)
             prompt = view.question
             # Delegating costs two sub-calls per section; read in place when that does not fit.
-            if self.delegates and 2 * len(sections) > view.sub_calls:
+            if self.delegates(view.question) and 2 * len(sections) > view.sub_calls:
                 prompt += "\n" + SELF_READ
             code = (
                 f"# count\nP = {json.dumps(prompt)}\nS = {json.dumps(sections)}\n"
@@ -299,7 +294,9 @@ class FathomReference:
             terms = [t for t in terms if t not in searched]
         budget = view.sub_calls - used
         if not terms or budget <= 0:
-            return self.final(view, GIVE_UP)
+            # Nothing left to search: answer from every quote read so far, as a whole.
+            concluded = parse_sub_answer(read_slice(question, "\n".join(quotes), complete=True))
+            return self.final(view, concluded.final or GIVE_UP)
         code = _READ_CODE.format(
             question=json.dumps(question),
             known=json.dumps(quotes),
@@ -326,9 +323,22 @@ class FathomReference:
         return _answer(answer)
 
 
-class NoRecursion(FathomReference):
-    """The reference plan with recursion capped at depth 1: its sub-calls always read their
-    slice themselves and never hand it on, so a count costs one sub-call per section."""
+class ReferenceDepth2(FathomReference):
+    """Always fans out: a count's section goes from a depth-1 sub-agent to a plain reader."""
 
-    name = "fathom-no-recursion"
-    delegates = False
+    name = "fathom-reference-d2"
+    depth_cap = 2
+
+
+class ReferenceDepth1(FathomReference):
+    """Recursion capped at depth 1: sub-calls always read their slice themselves."""
+
+    name = "fathom-reference-d1"
+    depth_cap = 1
+
+
+class ReferenceDepth0(FathomReference):
+    """No sub-calls at all: the root reads everything itself through REPL output."""
+
+    name = "fathom-reference-d0"
+    depth_cap = 0

@@ -204,3 +204,19 @@ def search_terms(question: str) -> list[str]:
         if term not in terms and term not in _KIND_WORDS:
             terms.append(term)
     return terms
+
+
+# Sections of the asked chapter range, each at most `cap` characters, cut after a full stop.
+_SECTIONS_CODE = """# sections
+S = [m[0] for m in re_finditer('(?m)^Chapter \\\\d+:', doc)] + [len(doc)]
+first, last = max(1, {first}), min(len(S) - 1, {last})
+out = []
+if first <= last:
+    a, b = S[first - 1], S[last]
+    while b - a > {cap}:
+        c = doc.rfind('.', a, a + {cap}) + 1
+        c = c if c > a else a + {cap}
+        out.append([a, c])
+        a = c
+    out.append([a, b])
+print(to_json(out))"""
