@@ -26,6 +26,7 @@ DEFAULT_FAMILY_MIX: dict[str, float] = {
 }
 
 OVERLAP_MAX = 0.25  # share of the question's content words allowed to appear in a needle
+AGGREGATION_OVERLAP_SHARE = 0.5  # share of counted needles a count question may be close to
 
 _STOPWORD_TEXT = """
     a an the of in on at to for from by with and or but as is was were be been being did do does
@@ -156,7 +157,14 @@ def check_task(document: Document, task: Task, names: frozenset[str] | None = No
                 return "span_without_evidence"
     if FAMILIES[task.family] >= 1:
         words = names if names is not None else name_words(document.world)
-        for ev in task.evidence:
-            if lexical_overlap(task.question, text[ev.span[0] : ev.span[1]], words) > OVERLAP_MAX:
-                return "lexical_overlap"
+        close = [
+            lexical_overlap(task.question, text[ev.span[0] : ev.span[1]], words) > OVERLAP_MAX
+            for ev in task.evidence
+        ]
+        # A count question is refused when its wording parrots most of the counted needles,
+        # not when any one does: a per-needle rule would refuse large counts more often than
+        # small ones and make the count guessable from the wording.
+        too_close = sum(close) > len(close) * AGGREGATION_OVERLAP_SHARE
+        if too_close if task.family == "aggregation" else any(close):
+            return "lexical_overlap"
     return None

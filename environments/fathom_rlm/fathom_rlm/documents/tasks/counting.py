@@ -20,7 +20,7 @@ from ..render import NUMBER_WORDS
 from .builder import TaskBuilder, person_forms, pick
 from .core import Task
 
-COUNT_MAX = 12  # largest count asked on long documents (NUMBER_WORDS has a word for each)
+COUNT_MAX = 15  # largest count asked on long documents
 REGION_CHARS = (100_000, 176_000)  # counted run on a long document: > 8 and < 15 slices of 12K
 REGION_SHARE = (0.45, 0.8)  # ... and as a share of the text on documents too short for that
 SHORT_COUNT_MAX = 8  # on documents under LONG_DOCUMENT_CHARS
@@ -145,5 +145,8 @@ def comparison(b: TaskBuilder, rng: random.Random) -> Task | None:
     return b.task(rng, "org_year_gap", slots, _number(years[1] - years[0]), evidence)
 
 
+_NUMBER_WORDS = (*NUMBER_WORDS, "thirteen", "fourteen", "fifteen", "sixteen")
+
+
 def _number(value: int) -> tuple[str, tuple[str, ...]]:
-    return str(value), ((NUMBER_WORDS[value],) if value < len(NUMBER_WORDS) else ())
+    return str(value), ((_NUMBER_WORDS[value],) if value < len(_NUMBER_WORDS) else ())

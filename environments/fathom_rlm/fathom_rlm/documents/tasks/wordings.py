@@ -10,8 +10,9 @@ A wording is a template whose slots name what the question is about:
 * ``{poss}``, ``{pron}``: the possessive and subject pronoun of ``{person}`` (grammar only, they
   carry no meaning of their own).
 
-Wordings are split-disjoint: of a relation's list, the last one is only used for ``heldout``
-documents, the second-to-last only for ``eval``, the rest only for ``train``. A document outside
+Wordings are split-disjoint: of a relation's list, the last one (two for a relation with eight
+or more) is only used for ``heldout`` documents, the one (two) before it only for ``eval``, the
+rest only for ``train``. A document outside
 the three seed ranges (tests, benchmarks) may use any wording. So a policy tuned on train
 wordings meets new ones on eval and held-out. The same table drives generation and
 :func:`fathom_rlm.documents.tasks.intent.parse_question`, so the parser reads exactly this grammar.
@@ -35,16 +36,19 @@ class Relation:
     templates: tuple[str, ...]
 
     def wordings(self, split: str | None) -> tuple[str, ...]:
-        """The templates a document of ``split`` may use (all of them when split is None)."""
+        """The templates a document of ``split`` may use (all of them when split is None): the
+        last k go to heldout, the k before them to eval, the rest to train; k is 2 for a
+        relation with eight or more wordings, else 1."""
         t = self.templates
+        k = 2 if len(t) >= 8 else 1
         if split is None:
             return t
         if split == "heldout":
-            return t[-1:]
+            return t[-k:]
         if split == "eval":
-            return t[-2:-1]
+            return t[-2 * k : -k]
         if split == "train":
-            return t[:-2]
+            return t[: -2 * k]
         raise ValueError(f"unknown split {split!r}")
 
 
@@ -238,8 +242,10 @@ _TABLE = (
         "From chapter {first} through chapter {last}, how many times did a person make {town} "
         "their new home?",
         "Counting only chapters {first} to {last}, how often did somebody come to live in {town}?",
-        "In chapters {first} to {last}, how many newcomers made their home in {town}?",
         "Within chapters {first} to {last}, on how many occasions did {town} gain a resident?",
+        "Over chapters {first} to {last}, how many times did {town} acquire an inhabitant?",
+        "In chapters {first} to {last}, how many people became residents of {town}?",
+        "Between chapter {first} and chapter {last}, how many newcomers did {town} receive?",
     ),
     # ---------------------------------------------------------------- comparison (depth 1)
     _rel(
