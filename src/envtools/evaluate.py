@@ -70,7 +70,11 @@ class Contender:
 
 
 def sample_tasks(
-    n: int = DEFAULT_N, *, doc_tokens: int = DEFAULT_DOC_TOKENS, seed: int = 0
+    n: int = DEFAULT_N,
+    *,
+    doc_tokens: int = DEFAULT_DOC_TOKENS,
+    seed: int = 0,
+    split: str = SPLIT,
 ) -> list[dict[str, Any]]:
     """`n` rows of the eval split, stratified by family in proportion to the split's own mix.
 
@@ -78,9 +82,9 @@ def sample_tasks(
     spans many documents rather than the first few; each family gets its proportional share
     (largest remainder), drawn with `seed`. Rows keep the split's order.
     """
-    rows = build_split(SPLIT, doc_tokens=doc_tokens)
+    rows = build_split(split, doc_tokens=doc_tokens)  # type: ignore[arg-type]
     if not 1 <= n <= len(rows):
-        raise ValueError(f"n must be between 1 and {len(rows)} (the size of the {SPLIT} split)")
+        raise ValueError(f"n must be between 1 and {len(rows)} (the size of the {split} split)")
     by_family: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
         by_family.setdefault(row["family"], []).append(i)
@@ -584,6 +588,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--n", type=int, default=DEFAULT_N, help="tasks (default %(default)s)")
     parser.add_argument(
+        "--split",
+        choices=("train", "eval", "heldout"),
+        default=SPLIT,
+        help="split the tasks are sampled from (default %(default)s)",
+    )
+    parser.add_argument(
         "--doc-tokens", type=int, default=DEFAULT_DOC_TOKENS, help="document length in tokens"
     )
     parser.add_argument(
@@ -650,7 +660,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     config = {
         "command": command,
-        "split": SPLIT,
+        "split": args.split,
         "n": args.n,
         "doc_tokens": args.doc_tokens,
         "seed": args.seed,
@@ -661,7 +671,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "model": args.model,
         "base_url": args.base_url,
     }
-    rows = sample_tasks(args.n, doc_tokens=args.doc_tokens, seed=args.seed)
+    rows = sample_tasks(args.n, doc_tokens=args.doc_tokens, seed=args.seed, split=args.split)
     print(f"evaluating {len(contenders)} policies x {len(rows)} tasks", file=sys.stderr)
     from fathom_rlm.sandbox import shutdown_fork_servers, warm_up
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from envtools.policies.base import Policy
 from envtools.policies.fathom import attacks, code_only, planner
+from envtools.policies.fathom.adversary import CodeOnly
 from envtools.policies.fathom.attacks import (
     _LEAK_PROBES,
     Blind,
@@ -46,6 +47,7 @@ POLICIES: dict[str, Callable[[], Policy]] = {
     ReferenceDepth1.name: ReferenceDepth1,
     ReferenceDepth0.name: ReferenceDepth0,
     GrepOnly.name: GrepOnly,
+    CodeOnly.name: CodeOnly,
     CopyQuestion.name: CopyQuestion,
     Candidates.name: Candidates,
     Padding.name: Padding,
