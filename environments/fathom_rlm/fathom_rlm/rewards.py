@@ -51,7 +51,7 @@ SCORE_NAMES = (REWARD_NAME, *COMPONENT_NAMES, *METRIC_NAMES)
 
 # Oracle plan cost per family beyond the reading every plan must do (see `oracle_tokens`):
 # the median measured cost of the depth-matched reference policy on `train` at 200K tokens,
-# minus its unavoidable reading. Re-derive with `python -m envtools.policies.calibrate`.
+# minus its unavoidable reading. Re-derive with `python -m envtools.policies.fathom.calibrate`.
 ORACLE_FIXED_TOKENS: dict[str, int] = {
     "exact_id": 1_500,
     "single_hop": 9_000,
@@ -214,16 +214,16 @@ def oracle_tokens(task_row: Mapping[str, Any], config: RewardConfig | None = Non
     """T*: the tokens a good plan spends on this task, counted like `budget_tokens` (every
     model token). Definition and measurement in docs/rewards.md.
 
-    T* = fixed(family) + reading, where reading is the text no plan can skip: the counted
-    chapter range for aggregation (every chapter must be judged), nothing otherwise (the fixed
-    part already holds the few windows a search-then-read plan reads). fixed(family) is the
+    T* = fixed(family) + reading, where reading is the text no plan can skip: the row's counted
+    `region` (every sentence of it must be judged), nothing otherwise (the fixed part already
+    holds the few windows a search-then-read plan reads). fixed(family) is the
     measured median cost of the depth-matched reference on `train` minus its reading.
     """
     cfg = config or RewardConfig()
     family = str(task_row.get("family", ""))
     fixed = int(cfg.oracle_fixed_tokens.get(family, cfg.default_fixed_tokens))
     reading = 0
-    if family == "aggregation":
+    if task_row.get("region") or family == "aggregation":
         region = _aggregation_region_chars(task_row, task_row.get("spans") or [])
         reading = math.ceil(region / cfg.chars_per_token)
     return fixed + reading

@@ -32,7 +32,6 @@ from envtools.policies.fathom.protocol import (
     _CALLS_PER_TURN,
     _CHAPTERS,
     _ID_TOKEN,
-    _OVERLAP,
     _SECTIONS_CODE,
     GIVE_UP,
     NOT_FOUND,
@@ -48,6 +47,17 @@ from envtools.policies.fathom.reader import read_slice, required_depth
 
 # ----------------------------------------------------------------------- REPL cells
 
+
+# The whole text in pieces of at most `cap` characters, each cut after a full stop.
+_PIECES_CODE = """# pieces
+out, a = [], 0
+while len(doc) - a > {cap}:
+    c = doc.rfind('.', a, a + {cap}) + 1
+    c = c if c > a else a + {cap}
+    out.append([a, c])
+    a = c
+out.append([a, len(doc)])
+print(to_json(out))"""
 
 # Read the windows around every hit of the terms, round robin over the terms, until an answer
 # or the next name of a chain comes back; a term that gave evidence waits behind the others.
@@ -194,17 +204,25 @@ class FathomReference:
         return self.self_read(view, prompt)
 
     def self_read(self, view: _View, prompt: str) -> dict[str, Any]:
-        """Print the whole text in overlapping chunks (several per turn), then answer."""
-        chunk = max(1_000, view.output_cap - 200)
-        starts = list(range(0, max(1, view.doc_chars), chunk - _OVERLAP))
+        """Cut the text into pieces that fit one REPL output, at full stops (no sentence is
+        printed twice), print them (several per turn), then answer from everything printed."""
+        cut = [c for c in view.calls if c.args.get("code", "").startswith("# pieces")]
+        if not cut:
+            cap = max(1_000, view.output_cap - 200)
+            return _message(calls=[("repl", {"code": _PIECES_CODE.format(cap=cap)})])
+        try:
+            pieces = json.loads(cut[0].output)
+        except ValueError:
+            return _answer(NOT_FOUND)
         reads = [c for c in view.calls if c.args.get("code", "").startswith("# read")]
         shown = "\n".join(c.output for c in reads)
-        result = read_slice(prompt, shown) if reads else NOT_FOUND
+        done = len(reads) >= len(pieces)
+        result = read_slice(prompt, shown, complete=done) if reads else NOT_FOUND
         final_turn = view.turns + 1 >= view.max_turns
-        if parse_sub_answer(result).final or len(reads) >= len(starts) or final_turn:
+        if parse_sub_answer(result).final or done or final_turn:
             return _answer(result)
-        todo = starts[len(reads) : len(reads) + _CALLS_PER_TURN]
-        codes = [f"# read\nprint(doc[{a}:{a + chunk}])" for a in todo]
+        todo = pieces[len(reads) : len(reads) + _CALLS_PER_TURN]
+        codes = [f"# read\nprint(doc[{a}:{b}])" for a, b in todo]
         return _message(calls=[("repl", {"code": code}) for code in codes])
 
     def root(self, view: _View) -> dict[str, Any]:
