@@ -62,9 +62,20 @@ class TaskBuilder:
         self.rejections[reason] = self.rejections.get(reason, 0) + 1
 
     # ---- spans
-    def ev(self, key: tuple[str, int, int], *groups: tuple[str, ...]) -> Evidence | None:
-        s = self.doc.spans.get(key)
-        return None if s is None else Evidence(s, tuple(groups))
+    def ev(
+        self, key: tuple[str, int, int], *groups: tuple[str, ...], sentence_only: bool = False
+    ) -> Evidence | None:
+        """The evidence of the fact ``key``: its sentence and (unless ``sentence_only``) the
+        spans that name its subject elsewhere; None when the text does not state it."""
+        facts = getattr(self.doc, "facts", None)
+        if facts is not None:
+            fact = facts.get(key)
+            if fact is None:
+                return None
+            support = () if sentence_only else tuple(fact.spans[:-1])
+            return Evidence(fact.spans[-1], tuple(groups), support)
+        span = self.doc.spans.get(key)  # documents without fact annotations: one span per fact
+        return None if span is None else Evidence(span, tuple(groups))
 
     # ---- answers of each type: (answer, aliases)
     def person_answer(self, pid: int) -> tuple[str, tuple[str, ...]]:

@@ -26,6 +26,15 @@ DEFAULT_FAMILY_MIX: dict[str, float] = {
 }
 
 OVERLAP_MAX = 0.25  # share of the question's content words allowed to appear in a needle
+# Families whose questions must rest on at least one fact stated across several spans (a
+# pronoun or an alias for its subject), so that no single line holds the answer. Aggregation
+# counts sentences that name the town; who moved does not matter to it.
+MULTI_SPAN_REQUIRED: dict[str, bool] = {
+    "single_hop": True,
+    "multi_hop": True,
+    "temporal": True,
+    "comparison": True,
+}
 AGGREGATION_OVERLAP_SHARE = 0.5  # share of counted needles a count question may be close to
 
 _STOPWORD_TEXT = """
@@ -63,10 +72,18 @@ def _stem(word: str) -> str:
 
 @dataclass(frozen=True)
 class Evidence:
-    """A supporting span and what it must contain: every group needs one of its strings."""
+    """One fact a question rests on: the sentence stating it (``span``), the spans that name its
+    subject when the sentence does not (a pronoun's antecedent, an alias's introduction; empty
+    when the sentence names it), and what the fact's text must contain: every group of
+    ``required`` needs one of its strings somewhere in ``support`` or ``span``."""
 
     span: tuple[int, int]
     required: tuple[tuple[str, ...], ...]
+    support: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def spans(self) -> tuple[tuple[int, int], ...]:
+        return (*self.support, self.span)
 
 
 @dataclass(frozen=True)
@@ -103,10 +120,20 @@ class Task:
             "seed": document.seed,
             "family": self.family,
             "depth": self.depth,
-            "spans": [[s, e] for s, e in (ev.span for ev in self.evidence)],
+            "spans": [list(span) for span in row_spans(self.evidence)],
             "doc_tokens": document.doc_tokens,
             "region": None if self.region is None else list(self.region),
         }
+
+
+def row_spans(evidence: tuple[Evidence, ...]) -> list[tuple[int, int]]:
+    """Every span of every fact, in evidence order (support before its sentence), once each."""
+    out: list[tuple[int, int]] = []
+    for ev in evidence:
+        for span in ev.spans:
+            if span not in out:
+                out.append(span)
+    return out
 
 
 def name_words(world: World) -> frozenset[str]:
@@ -148,13 +175,20 @@ def check_task(document: Document, task: Task, names: frozenset[str] | None = No
         return "span_missing"
     text = document.text
     for ev in task.evidence:
-        start, end = ev.span
-        if not (0 <= start < end <= len(text)):
+        if not all(0 <= start < end <= len(text) for start, end in ev.spans):
             return "span_missing"
-        chunk = text[start:end].lower()
+        chunk = " ".join(text[start:end] for start, end in ev.spans).lower()
         for group in ev.required:
             if not any(s.lower() in chunk for s in group):
                 return "span_without_evidence"
+    if (
+        MULTI_SPAN_REQUIRED.get(task.family, False)
+        and hasattr(document, "facts")
+        and not any(ev.support for ev in task.evidence)
+    ):
+        # Every fact is stated with its subject's name in the same sentence: one grep hit
+        # line would hold the whole answer.
+        return "single_line"
     if FAMILIES[task.family] >= 1:
         words = names if names is not None else name_words(document.world)
         close = [

@@ -23,7 +23,7 @@ from .core import Task
 COUNT_MAX = 15  # largest count asked on long documents
 REGION_CHARS = (100_000, 176_000)  # counted run on a long document: > 8 and < 15 slices of 12K
 REGION_SHARE = (0.45, 0.8)  # ... and as a share of the text on documents too short for that
-SHORT_COUNT_MAX = 8  # on documents under LONG_DOCUMENT_CHARS
+SHORT_COUNT_MAX = 10  # on documents under LONG_DOCUMENT_CHARS
 LONG_DOCUMENT_CHARS = 200_000  # from about 50K tokens on, counts reach COUNT_MAX
 
 
@@ -98,9 +98,8 @@ def aggregation(b: TaskBuilder, rng: random.Random, target: int) -> Task | None:
         return None
     a, z, place = pick(rng, matches)
     name = b.w.places[place].name
-    people = b.w.people
     evidence = [
-        b.ev(("residence", pid, i), person_forms(people[pid]), (name,))
+        b.ev(("residence", pid, i), (name,), sentence_only=True)
         for c in range(a, z + 1)
         for pl, pid, i in index.by_chapter[c]
         if pl == place
