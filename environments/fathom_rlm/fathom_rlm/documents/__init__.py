@@ -18,6 +18,9 @@ from .document import (
     generate_document,
     get_document,
 )
+from .facts import Distractor, Fact, person_key
+from .grammar import shape_counts
+from .reader import read_facts
 from .render import Chapter
 from .seeds import SPLIT_SEED_BASE, split_of_seed
 from .splits import SPLIT_SIZES, build_split, split_seeds, split_tasks
@@ -45,8 +48,10 @@ __all__ = [
     "SPLIT_SEED_BASE",
     "SPLIT_SIZES",
     "Chapter",
+    "Distractor",
     "Document",
     "Evidence",
+    "Fact",
     "QuestionIntent",
     "QuestionParseError",
     "Task",
@@ -62,7 +67,10 @@ __all__ = [
     "matches_gold",
     "normalize_answer",
     "parse_question",
+    "person_key",
     "propose_tasks",
+    "read_facts",
+    "shape_counts",
     "split_of_seed",
     "split_seeds",
     "split_tasks",

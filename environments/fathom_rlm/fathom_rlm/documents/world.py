@@ -13,6 +13,7 @@ import bisect
 import random
 from dataclasses import dataclass, field
 
+from .grammar_tables import EPITHET_ADJECTIVES, EPITHET_NOUNS
 from .names import NameGrammar
 
 CHAPTER_TOKENS = 1500  # one chapter fits comfortably inside one ~3K-token sub-call slice
@@ -63,6 +64,12 @@ class Person:
     residence: list[tuple[float, int]] = field(default_factory=list)  # (time, place id)
     employment: list[tuple[float, int, str]] = field(default_factory=list)  # (time, org, role)
     near_miss_of: int | None = None  # person whose family name this one nearly shares
+    epithet: str | None = None  # "the lame fiddler": an alias introduced once, used later
+
+    @property
+    def alias(self) -> str | None:
+        """The one alias the text introduces for this person (nickname, else epithet)."""
+        return self.nickname or self.epithet
 
     @property
     def name(self) -> str:
@@ -82,8 +89,8 @@ class Person:
 
     def aliases(self) -> list[str]:
         out = [self.formal, self.given, self.family]
-        if self.nickname:
-            out.append(self.nickname)
+        if self.alias:
+            out.append(self.alias)
         return out
 
 
@@ -162,6 +169,11 @@ class World:
     organisations: list[Organisation]
     artefacts: list[Artefact]
     events: list[Event]  # sorted by time
+    # Text-only near-namesakes (one edit away): person id -> family name, artefact and
+    # organisation id -> root. No entity of the world has these names; distractors use them.
+    namesake_family: dict[int, str] = field(default_factory=dict)
+    namesake_art_root: dict[int, str] = field(default_factory=dict)
+    namesake_org_root: dict[int, str] = field(default_factory=dict)
 
     def date_text(self, chapter: int) -> str:
         year, month = self.chapter_dates[chapter]
@@ -374,9 +386,10 @@ def build_world(seed: int, doc_tokens: int, rng: random.Random) -> World:
         events.append(Event(_later(rng, max(t0, people[maker].intro), n_ch), "maker", art.id))
         events.append(Event(_later(rng, t0, n_ch), "mark", art.id))
 
+    _give_epithets(rng, people)
     # Ties in time are broken by kind and ids so the order never depends on anything else.
     events.sort(key=lambda e: (e.time, e.kind, e.subject, e.index))
-    return World(
+    world = World(
         seed=seed,
         n_chapters=n_ch,
         start_year=start_year,
@@ -387,6 +400,38 @@ def build_world(seed: int, doc_tokens: int, rng: random.Random) -> World:
         artefacts=arts,
         events=events,
     )
+    _add_namesakes(names, world)
+    return world
+
+
+def _give_epithets(rng: random.Random, people: list[Person]) -> None:
+    """About half of the people without a nickname get a unique epithet."""
+    pairs = [(a, n) for a in EPITHET_ADJECTIVES for n in EPITHET_NOUNS]
+    taken: set[tuple[str, str]] = set()
+    for p in people:
+        if p.nickname or rng.random() >= 0.5:
+            continue
+        for _ in range(8):
+            pair = pairs[int(rng.random() * len(pairs))]
+            if pair not in taken:
+                taken.add(pair)
+                p.epithet = f"the {pair[0]} {pair[1]}"
+                break
+
+
+def _add_namesakes(names: NameGrammar, world: World) -> None:
+    for p in world.people:
+        family = names.near_miss(p.family)
+        if family is not None:
+            world.namesake_family[p.id] = family
+    for a in world.artefacts:
+        root = names.near_miss(a.root)
+        if root is not None:
+            world.namesake_art_root[a.id] = root
+    for g in world.organisations:
+        root = names.near_miss(g.root)
+        if root is not None:
+            world.namesake_org_root[g.id] = root
 
 
 def _later(rng: random.Random, start: float, n_ch: int) -> float:

@@ -1,0 +1,284 @@
+"""A perfect reader of the grammar: the facts a text states, read from that text alone.
+
+:func:`read_facts` inverts the relation grammar of every split. Each sentence is cut into
+``[prefix][front adverbial, ]core[ end adverbial][suffix].``; the core is matched against the
+verb phrases compiled to regular expressions with named slots. A sentence is a fact only when
+its prefix is a plain framing (or absent), it has no distractor suffix and its verb is in the
+simple past: negated, planned, hypothetical, rumoured, corrected and quoted sentences yield
+nothing. A pronoun subject is resolved from the antecedent sentence right before it, an alias
+from its introduction earlier in the same text; when that sentence is not part of the text, the
+fact is not readable and is not returned.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from functools import lru_cache
+
+from .facts import Fact, Span
+from .filler import ACTIVITIES
+from .grammar import (
+    ADVERBIALS,
+    ALIAS_INTROS,
+    ALL_VERB_PHRASES,
+    DISTRACTOR_WRAPPERS,
+    FACT_FRAMES,
+    PERSON_SLOTS,
+    RELATION_SLOTS,
+    VerbPhrase,
+)
+from .grammar_tables import EPITHET_ADJECTIVES, EPITHET_NOUNS
+from .world import NICKNAMES, ORG_KINDS, ROLES, THINGS
+
+
+def _alt(words) -> str:
+    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+
+
+_NAME = r"(?:(?:Mistress|Master) [A-Z][a-z]+|(?!The )[A-Z][a-z]+ [A-Z][a-z]+)"
+_ALIAS = (
+    rf"(?:[Tt]he (?:(?:{_alt(EPITHET_ADJECTIVES)}) (?:{_alt(EPITHET_NOUNS)})"
+    rf"|{_alt(n[4:] for n in NICKNAMES)}))"
+)
+_PRONOUN = r"(?:[Ss]he|[Hh]e)"
+SLOT_PATTERNS = {
+    "S": rf"(?:{_NAME}|{_ALIAS}|{_PRONOUN})",
+    "P": r"[A-Z][a-z]+",
+    "G": rf"[Tt]he [A-Z][a-z]+ (?:{_alt(ORG_KINDS)})",
+    "R": rf"an? (?:{_alt(ROLES)})",
+    "O": rf"[Tt]he [A-Z][a-z]+ (?:{_alt(THINGS)})",
+    "ID": r"[A-Z]{2}-\d{4}",
+    "Y4": r"\d{4}",
+}
+for _slot in PERSON_SLOTS:
+    SLOT_PATTERNS[_slot] = SLOT_PATTERNS["S"]
+_SLOT = re.compile(r"\{(\w+)\}")
+_MODALS = sorted(
+    {f.split(":")[1] for ws in DISTRACTOR_WRAPPERS.values() for _, _, f in ws if ":" in f}
+)
+_PLAN = _alt(m for m in _MODALS if m.split()[0] not in ("would", "might"))
+_HYP = _alt(m for m in _MODALS if m.split()[0] in ("would", "might"))
+
+
+def _ci(literal: str) -> str:
+    """``literal`` as a regex whose first letter matches either case (sentence starts)."""
+    if not literal or not literal[0].isalpha():
+        return re.escape(literal)
+    return f"[{literal[0].upper()}{literal[0].lower()}]" + re.escape(literal[1:])
+
+
+def _template_regex(template: str, first_ci: bool = True, named: bool = True) -> str:
+    """A template's literals escaped and its ``{X}`` slots as (named) slot patterns."""
+    out, pos = [], 0
+    for m in _SLOT.finditer(template):
+        lit = template[pos : m.start()]
+        out.append(_ci(lit) if first_ci and pos == 0 else re.escape(lit))
+        pattern = SLOT_PATTERNS.get(m[1], _NAME if m[1] == "N" else _ALIAS)
+        out.append(f"(?P<{m[1]}>{pattern})" if named else f"(?:{pattern})")
+        pos = m.end()
+    out.append(_ci(template[pos:]) if first_ci and pos == 0 else re.escape(template[pos:]))
+    return "".join(out)
+
+
+def _vp_regex(vp: VerbPhrase) -> re.Pattern:
+    if vp.is_be:
+        neg = f"{re.escape(vp.past)} (?:not|never)"
+    else:
+        neg = f"did not {re.escape(vp.base)}|never {re.escape(vp.past)}"
+    verb = (
+        f"(?:(?P<v_past>{re.escape(vp.past)})|(?P<v_neg>{neg})"
+        f"|(?P<v_plan>(?:{_PLAN}) {re.escape(vp.base)})"
+        f"|(?P<v_hyp>(?:{_HYP}) {re.escape(vp.pp)}))"
+    )
+    pre = _template_regex(vp.pre) if vp.pre else ""
+    return re.compile(pre + verb + _template_regex(vp.post, first_ci=False))
+
+
+_STOP = frozenset(
+    ["to", "in", "of", "as", "the", "a", "an", "at", "from", "with", "on", "for", "its", "and"]
+)
+
+
+@lru_cache(maxsize=1)
+def _verb_phrase_index() -> dict[str, list[tuple[VerbPhrase, re.Pattern]]]:
+    """Lowercase key word -> verb phrases whose every form contains it (cheap prefilter)."""
+    vps = [vp for group in ALL_VERB_PHRASES.values() for vp in group]
+
+    def literal_words(vp: VerbPhrase) -> set[str]:
+        words = _SLOT.sub(" ", vp.pre + " " + vp.post).lower().split()
+        return {w for w in words if w not in _STOP}
+
+    df: dict[str, int] = {}
+    for vp in vps:
+        for word in literal_words(vp):
+            df[word] = df.get(word, 0) + 1
+    index: dict[str, list[tuple[VerbPhrase, re.Pattern]]] = {}
+    for vp in vps:
+        words = literal_words(vp)
+        keys = (
+            [min(words, key=lambda w: (df[w], -len(w), w))] if words else [vp.past, vp.base, vp.pp]
+        )
+        entry = (vp, _vp_regex(vp))
+        for key in dict.fromkeys(keys):
+            index.setdefault(key, []).append(entry)
+    return index
+
+
+def _prefix_alternatives() -> tuple[str, ...]:
+    return (*FACT_FRAMES, *(p for ws in DISTRACTOR_WRAPPERS.values() for p, _, _ in ws if p))
+
+
+@lru_cache(maxsize=1)
+def _layers() -> re.Pattern:
+    prefixes = sorted(_prefix_alternatives(), key=len, reverse=True)
+    suffixes = sorted({s for ws in DISTRACTOR_WRAPPERS.values() for _, s, _ in ws if s}, key=len)
+    suffixes.reverse()
+    pre = "|".join(_template_regex(p, named=False) for p in prefixes)
+    suf = "|".join(_template_regex(s, first_ci=False, named=False) for s in suffixes)
+    adv = _alt(ADVERBIALS)
+    fadv = "|".join(_ci(a) for a in sorted(ADVERBIALS, key=len, reverse=True))
+    return re.compile(
+        rf"(?P<pre>{pre})?(?:(?P<fadv>{fadv}), )?(?P<core>.+?)(?: (?:{adv}))?(?P<suf>{suf})?\."
+    )
+
+
+_FACT_PREFIXES = frozenset(f.lower() for f in FACT_FRAMES)
+_SENTENCE = re.compile(r"[^\s.][^.\n]*\.")
+_HEADER = re.compile(r"^Chapter (\d+): [^\n]*\n([A-Z][a-z]+ \d{4})$", re.M)
+
+
+@lru_cache(maxsize=1)
+def _antecedents() -> re.Pattern:
+    """Any activity sentence, with its one person in group ``N``."""
+    alts = [_template_regex(t.replace("{S}", "{N}"), named=False) for t in ACTIVITIES]
+    # One group for the person: every activity names them once, so rewrite each slot.
+    alts = [a.replace(f"(?:{_NAME})", f"({_NAME})", 1) for a in alts]
+    return re.compile("|".join(f"(?:{a})" for a in alts))
+
+
+@lru_cache(maxsize=1)
+def _intros() -> list[re.Pattern]:
+    return [re.compile(_template_regex(t) + r"\.") for t in ALIAS_INTROS]
+
+
+def _antecedent_name(sentence: str) -> str | None:
+    m = _antecedents().fullmatch(sentence)
+    if m is None:
+        return None
+    return next(g for g in m.groups() if g is not None)
+
+
+def _norm_alias(alias: str) -> str:
+    return "the" + alias[3:]
+
+
+def read_facts(text: str) -> list[Fact]:
+    """The facts ``text`` states on its own, in text order (see the module docstring)."""
+    headers = [(m.start(), m.end(), int(m[1]), m[2]) for m in _HEADER.finditer(text)]
+    header_starts = [h[0] for h in headers]
+    aliases: dict[str, tuple[str, Span]] = {}
+    facts: list[Fact] = []
+    prev: tuple[int, str] | None = None  # (end, text) of the previous sentence
+    for m in _SENTENCE.finditer(text):
+        sentence, start, end = m.group(), m.start(), m.end()
+        intro = _read_intro(sentence)
+        if intro is not None:
+            aliases[_norm_alias(intro[1])] = (intro[0], (start, end))
+        else:
+            antecedent = None
+            if prev is not None and prev[0] + 1 == start and text[prev[0]] == " ":
+                antecedent = (prev[1], (start - 1 - len(prev[1]), prev[0]))
+            fact = _read_sentence(sentence, (start, end), antecedent, aliases)
+            if fact is not None:
+                i = bisect.bisect_right(header_starts, start) - 1
+                if i >= 0 and headers[i][1] <= start:
+                    fact = Fact(
+                        fact.relation,
+                        fact.subject,
+                        fact.value,
+                        fact.detail,
+                        headers[i][2],
+                        headers[i][3],
+                        fact.spans,
+                    )
+                facts.append(fact)
+        prev = (end, sentence)
+    return facts
+
+
+def _read_intro(sentence: str) -> tuple[str, str] | None:
+    if " " not in sentence:
+        return None
+    for pattern in _intros():
+        m = pattern.fullmatch(sentence)
+        if m is not None:
+            return m["N"], m["K"]
+    return None
+
+
+def _read_sentence(
+    sentence: str,
+    span: Span,
+    antecedent: tuple[str, Span] | None,
+    aliases: dict[str, tuple[str, Span]],
+) -> Fact | None:
+    """The fact one sentence states, or None (no relation, a distractor, or unresolvable)."""
+    layers = _layers().fullmatch(sentence)
+    if layers is None:
+        return None
+    core = layers["core"]
+    index = _verb_phrase_index()
+    seen: set[int] = set()
+    for word in core.lower().split():
+        for vp, pattern in index.get(word, ()):
+            if id(vp) in seen:
+                continue
+            seen.add(id(vp))
+            m = pattern.fullmatch(core)
+            if m is None:
+                continue
+            pre = layers["pre"]
+            if layers["suf"] or m["v_past"] is None or (pre and pre.lower() not in _FACT_PREFIXES):
+                return None  # a relation's shape that does not assert it
+            return _resolve(vp, m, span, antecedent, aliases)
+    return None
+
+
+def _resolve(vp, m, span, antecedent, aliases) -> Fact | None:
+    subject_slot, value_slot, detail_slot = RELATION_SLOTS[vp.relation]
+    spans: list[Span] = [span]
+    surfaces: dict[str, str] = {}
+    for slot in (subject_slot, value_slot):
+        text = m[slot]
+        if slot in PERSON_SLOTS:
+            low = text.lower()
+            if low in ("she", "he"):
+                if slot != "S" or antecedent is None:
+                    return None
+                name = _antecedent_name(antecedent[0])
+                if name is None:
+                    return None
+                spans.append(antecedent[1])
+                text = name
+            elif low.startswith("the "):
+                known = aliases.get(_norm_alias(text))
+                if known is None:
+                    return None
+                text = known[0]
+                spans.append(known[1])
+        elif slot in ("G", "O"):
+            text = _norm_alias(text)
+        surfaces[slot] = text
+    detail = m[detail_slot] if detail_slot else None
+    if detail_slot == "R":
+        detail = detail.split(" ", 1)[1]
+    return Fact(
+        vp.relation,
+        surfaces[subject_slot],
+        surfaces[value_slot],
+        detail,
+        None,
+        None,
+        tuple(sorted(set(spans))),
+    )

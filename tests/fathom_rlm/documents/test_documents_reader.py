@@ -1,0 +1,140 @@
+"""The reader of the grammar: read_facts(text) returns exactly what the text alone states."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from fathom_rlm.documents import Fact, generate_document, read_facts
+from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
+
+SEEDS = (7, SPLIT_SEED_BASE["train"], SPLIT_SEED_BASE["eval"], SPLIT_SEED_BASE["heldout"])
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return [generate_document(seed, 16_000) for seed in SEEDS]
+
+
+def _readable(doc) -> list[Fact]:
+    """Every fact a reader of the whole text takes: the world's facts and namesake statements."""
+    facts = [*doc.facts.values(), *(d.fact for d in doc.distractors if d.kind == "namesake")]
+    return sorted(facts, key=lambda f: f.sentence)
+
+
+def _expected(doc, start: int, end: int) -> set[Fact]:
+    """Annotated facts whose every span lies in [start, end), relative to ``start``, with the
+    chapter known only when its heading is inside the slice too."""
+    out = set()
+    for f in _readable(doc):
+        if not all(start <= s and e <= end for s, e in f.spans):
+            continue
+        ch = doc.chapter_of(f.sentence[0])
+        heading_end = ch.start + len(f"Chapter {ch.number}: {ch.title}\n{ch.date}")
+        known = ch.start >= start and heading_end <= end
+        g = f.shifted(start)
+        out.add(
+            Fact(
+                g.relation,
+                g.subject,
+                g.value,
+                g.detail,
+                ch.number if known else None,
+                ch.date if known else None,
+                g.spans,
+            )
+        )
+    return out
+
+
+def test_whole_document_reads_as_its_annotations(docs):
+    for doc in docs:
+        assert read_facts(doc.text) == _readable(doc)
+
+
+def test_long_document_reads_as_its_annotations():
+    doc = generate_document(SPLIT_SEED_BASE["heldout"] + 7, 200_000)
+    assert read_facts(doc.text) == _readable(doc)
+
+
+def test_slices_starting_at_a_sentence_read_exactly_their_facts(docs):
+    rng = random.Random(0)
+    for doc in docs:
+        starts = [0] + [m.end() for m in re.finditer(r"\. |\n", doc.text)]
+        for _ in range(60):
+            start = rng.choice(starts)
+            end = min(len(doc.text), start + rng.randrange(50, 14_000))
+            got = read_facts(doc.text[start:end])
+            assert set(got) == _expected(doc, start, end), (doc.seed, start, end)
+            assert len(got) == len(set(got))
+
+
+def test_slices_cut_anywhere_add_at_most_the_cut_sentence(docs):
+    """A slice that starts inside a framed sentence can leave a plain statement of the same fact
+    ("...that Ada Vel moved to Oss." -> "Ada Vel moved to Oss."): the reader then returns that
+    fact with the fragment as its span, and nothing else beyond the annotated facts."""
+    rng = random.Random(1)
+    for doc in docs:
+        readable = _readable(doc)
+        for _ in range(80):
+            start = rng.randrange(len(doc.text))
+            end = min(len(doc.text), start + rng.randrange(50, 14_000))
+            text = doc.text[start:end]
+            got = set(read_facts(text))
+            want = _expected(doc, start, end)
+            assert want <= got
+            for extra in got - want:
+                # Only the text's first sentence can be such a fragment.
+                assert extra.spans == (extra.sentence,)
+                assert not re.search(r"[.\n]", text[: extra.sentence[0]])
+                cut = [f for f in readable if f.sentence[0] < start < f.sentence[1]]
+                assert [(f.relation, f.subject, f.value, f.detail) for f in cut] == [
+                    (extra.relation, extra.subject, extra.value, extra.detail)
+                ]
+
+
+HEADER = "Chapter 4: High Water\nMay 1790\n\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Ada Velk moved to Ossmere.", [("residence", "Ada Velk", "Ossmere", None)]),
+        ("Mistress Velk did not move to Ossmere.", []),
+        ("Mistress Velk never moved to Ossmere.", []),
+        ("Ada Velk meant to move to Ossmere, but nothing came of it.", []),
+        ("Word went round that Ada Velk moved to Ossmere, but it was soon denied.", []),
+        ("Had the money come through, Ada Velk would have moved to Ossmere.", []),
+        ("Ada Velk moved to Ossmere, or so Bo Tarn claimed.", []),
+        ("The records show that Ada Velk moved to Ossmere that month.",
+         [("residence", "Ada Velk", "Ossmere", None)]),
+        ("She moved to Ossmere.", []),  # no antecedent in the text
+        ("Ada Velk counted every coin twice. She moved to Ossmere.",
+         [("residence", "Ada Velk", "Ossmere", None)]),
+        ("The Heron moved to Ossmere.", []),  # alias never introduced here
+        ("Ada Velk had long been known as the Heron. Soon after, the Heron moved to Ossmere.",
+         [("residence", "Ada Velk", "Ossmere", None)]),
+        ("The Vask Guild hired Master Tarn as a cooper.",
+         [("employment", "Master Tarn", "the Vask Guild", "cooper")]),
+        ("In 1755 Ada Velk arrived as a newborn in Ossmere.",
+         [("birth", "Ada Velk", "Ossmere", "1755")]),
+        ("Ada Velk spent the morning mending a torn sail.", []),
+    ],
+)  # fmt: skip
+def test_reader_examples(text, expected):
+    got = read_facts(text)
+    assert [(f.relation, f.subject, f.value, f.detail) for f in got] == expected
+    for f in got:
+        assert f.sentence[1] == len(text)
+        assert f.chapter is None and f.date is None
+
+
+def test_reader_spans_and_chapter():
+    intro = "Ada Velk had long been known as the Heron."
+    text = HEADER + intro + " Bo Tarn said little. The Heron moved to Ossmere."
+    (fact,) = read_facts(text)
+    assert fact.chapter == 4 and fact.date == "May 1790"
+    intro_span, sentence = fact.spans
+    assert text[slice(*intro_span)] == intro
+    assert text[slice(*sentence)] == "The Heron moved to Ossmere."
