@@ -21,7 +21,7 @@ from .builder import TaskBuilder, person_forms, pick
 from .core import Task
 
 COUNT_MAX = 15  # largest count asked on long documents
-REGION_CHARS = (100_000, 176_000)  # counted run on a long document: > 8 and < 15 slices of 12K
+REGION_CHARS = (128_000, 152_000)  # counted run on a long document: > 8 and < 15 slices of 12K
 REGION_SHARE = (0.45, 0.8)  # ... and as a share of the text on documents too short for that
 SHORT_COUNT_MAX = 10  # on documents under LONG_DOCUMENT_CHARS
 LONG_DOCUMENT_CHARS = 200_000  # from about 50K tokens on, counts reach COUNT_MAX

@@ -16,7 +16,7 @@ from .lookup import exact_id, multi_hop, single_hop
 from .state import temporal
 
 MAJORITY_KEEP = 0.25  # chance of keeping a question whose gold is the most prominent entity
-TARGET_TRIES = 40  # run lengths tried for one drawn count before another count is drawn
+TARGET_TRIES = 200  # run lengths tried for one drawn count before another count is drawn
 
 _PROPOSERS: dict[str, Callable[[TaskBuilder, random.Random], Task | None]] = {
     "exact_id": exact_id,

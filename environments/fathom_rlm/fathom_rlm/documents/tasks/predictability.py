@@ -16,21 +16,34 @@ import argparse
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Sequence
 
-from .intent import QuestionIntent, parse_question
+from .intent import QuestionIntent, parse_question, template_pattern
+from .wordings import RELATIONS
 
-Features = Callable[[QuestionIntent, int], Hashable]
+Row = tuple[str, QuestionIntent, int, str]  # question, its intent, doc_tokens, gold count
+Features = Callable[[str, QuestionIntent, int], Hashable]
 
 FEATURE_SETS: dict[str, Features] = {
-    "relation": lambda q, tokens: (q.relation, tokens),
-    "relation+span": lambda q, tokens: (q.relation, tokens, _span(q)),
-    "relation+span/3+start/15": lambda q, tokens: (
+    "relation": lambda text, q, tokens: (q.relation, tokens),
+    "relation+wording": lambda text, q, tokens: (q.relation, tokens, wording_of(text)),
+    "relation+span": lambda text, q, tokens: (q.relation, tokens, _span(q)),
+    "relation+span/3+start/15": lambda text, q, tokens: (
         q.relation,
         tokens,
         _span(q) // 3,
         _first(q) // 15,
     ),
-    "relation+span+start": lambda q, tokens: (q.relation, tokens, _span(q), _first(q)),
+    "relation+span+start": lambda text, q, tokens: (q.relation, tokens, _span(q), _first(q)),
 }
+
+
+def wording_of(question: str) -> str:
+    """The template that produced ``question``."""
+    text = " ".join(question.split())
+    for rel in RELATIONS.values():
+        for template in rel.templates:
+            if template_pattern(template).fullmatch(text):
+                return template
+    raise ValueError(f"no template produces {question[:80]!r}")
 
 
 def _span(q: QuestionIntent) -> int:
@@ -87,29 +100,26 @@ def transfer_mode_accuracy(
     return sum(_credit(by_bucket.get(b) or overall, v) for b, v in test) / len(test)
 
 
-def count_rows(rows: Sequence[dict]) -> list[tuple[QuestionIntent, int, str]]:
-    """(intent, doc_tokens, gold count) of every aggregation row."""
+def count_rows(rows: Sequence[dict]) -> list[Row]:
+    """(question, intent, doc_tokens, gold count) of every aggregation row."""
     return [
-        (parse_question(r["question"]), int(r["doc_tokens"]), str(r["answer"]))
+        (r["question"], parse_question(r["question"]), int(r["doc_tokens"]), str(r["answer"]))
         for r in rows
         if r["family"] == "aggregation"
     ]
 
 
-def report(
-    train: Sequence[tuple[QuestionIntent, int, str]],
-    held: Sequence[tuple[QuestionIntent, int, str]] = (),
-) -> dict[str, dict[str, float]]:
+def report(train: Sequence[Row], held: Sequence[Row] = ()) -> dict[str, dict[str, float]]:
     """Per feature set: leave-one-out mode accuracy on ``train``, the fitted mode's accuracy on
     ``held`` (when given), and the largest share of one count in the whole of ``train``."""
     out: dict[str, dict[str, float]] = {}
-    top_share = max(Counter(v for _, _, v in train).values()) / len(train)
+    top_share = max(Counter(v for *_, v in train).values()) / len(train)
     for name, features in FEATURE_SETS.items():
-        items = [(features(q, t), v) for q, t, v in train]
+        items = [(features(x, q, t), v) for x, q, t, v in train]
         entry = {"loo": loo_mode_accuracy(items), "top_share": top_share}
         if held:
             entry["transfer"] = transfer_mode_accuracy(
-                items, [(features(q, t), v) for q, t, v in held]
+                items, [(features(x, q, t), v) for x, q, t, v in held]
             )
         out[name] = entry
     return out
@@ -126,13 +136,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--aggregation-only", action="store_true", help="build only aggregation questions"
     )
     parser.add_argument("--held", default="eval", help="split to test the fitted modes on")
+    parser.add_argument("--held-n", type=int, default=None, help="rows of the held split")
     args = parser.parse_args(argv)
     mix = {"aggregation": 1.0} if args.aggregation_only else None
     rows = build_split(args.split, args.n, doc_tokens=args.doc_tokens, family_mix=mix)
-    held_rows = build_split(args.held, None, doc_tokens=args.doc_tokens, family_mix=mix)
+    held_rows = build_split(args.held, args.held_n, doc_tokens=args.doc_tokens, family_mix=mix)
     train, held = count_rows(rows), count_rows(held_rows)
     print(f"{args.split}: {len(train)} aggregation rows; {args.held}: {len(held)}")
-    print(f"counts: {sorted(Counter(int(v) for _, _, v in train).items())}")
+    print(f"counts: {sorted(Counter(int(v) for *_, v in train).items())}")
     print("| visible features | leave-one-out mode accuracy | fitted mode on held | top share |")
     print("|---|---:|---:|---:|")
     for name, entry in report(train, held).items():
