@@ -21,6 +21,7 @@ from envtools.policies.fathom.protocol import (
     GIVE_UP,
     _message,
     _View,
+    name_terms,
     parse_sub_answer,
     search_terms,
 )
@@ -63,14 +64,18 @@ def root_without_sub_calls(policy: FathomReference, view: _View) -> dict[str, An
     chapters = _CHAPTERS.search(view.question)
     if chapters:
         return _count(policy, view, int(chapters.group(1)), int(chapters.group(2)))
-    return _search_read(policy, view)
+    return search_read(policy, view)
 
 
 def _cells(view: _View, prefix: str) -> list[Any]:
     return [c for c in view.calls if c.args.get("code", "").startswith(prefix)]
 
 
-def _search_read(policy: FathomReference, view: _View) -> dict[str, Any]:
+def search_read(
+    policy: FathomReference, view: _View, first_terms: list[str] | None = None
+) -> dict[str, Any]:
+    """Grep `first_terms` (default: the names in the question), print the pages around every
+    hit, read them all, and follow any lead (a chain's next name, an alias) the same way."""
     question = view.question
     cap = max(1_000, view.output_cap - 200)
     read = "\n".join(c.output for c in _cells(view, "# page "))
@@ -93,9 +98,9 @@ def _search_read(policy: FathomReference, view: _View) -> dict[str, Any]:
             for t, i in todo[:_CALLS_PER_TURN]
         ]
         return _message(calls=[("repl", {"code": c}) for c in codes])
-    terms = search_terms(question)[:_CALLS_PER_TURN] if not totals else []
+    terms = (first_terms or search_terms(question))[:_CALLS_PER_TURN] if not totals else []
     if result is not None and result.next_name:
-        terms = [t for t in search_terms(result.next_name) if t not in totals][:1]
+        terms = [t for t in name_terms(result.next_name) if t not in totals][:1]
     if not terms:
         concluded = parse_sub_answer(read_slice(question, read, complete=True))
         return policy.final(view, concluded.final or GIVE_UP)

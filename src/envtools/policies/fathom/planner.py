@@ -39,20 +39,22 @@ from envtools.policies.fathom.protocol import (
     _answer,
     _message,
     _View,
+    name_terms,
     parse_sub_answer,
     search_terms,
     split_prompt,
 )
-from envtools.policies.fathom.reader import read_slice, required_depth
+from envtools.policies.fathom.reader import read_slice, reads_whole_history, required_depth
 
 # ----------------------------------------------------------------------- REPL cells
 
 
-# The whole text in pieces of at most `cap` characters, each cut after a full stop.
+# The whole text in pieces of at most `cap` characters, cut at a paragraph break, else after a
+# full stop.
 _PIECES_CODE = """# pieces
 out, a = [], 0
 while len(doc) - a > {cap}:
-    c = doc.rfind('.', a, a + {cap}) + 1
+    c = doc.rfind('\\n', a, a + {cap}) + 1 or doc.rfind('.', a, a + {cap}) + 1
     c = c if c > a else a + {cap}
     out.append([a, c])
     a = c
@@ -65,7 +67,7 @@ _READ_CODE = """# read
 Q = {question}
 K = {known}
 T = {terms}
-B, CAP = {budget}, {cap}
+B, CAP, STOP = {budget}, {cap}, {stop}
 def window(s, e):
     p = doc.rfind('.', 0, s)
     a = doc.rfind('.', 0, p) + 1 if p > 0 else 0
@@ -104,14 +106,16 @@ while order and n < B:
     if a == 'not found':
         continue
     print(to_json([t, a]))
-    if not a.startswith('partial') or ' | next: ' in a:
+    if not a.startswith('partial') or (STOP and ' | next: ' in a):
         break
     for q in a.split('evidence: ', 1)[-1].split(' || '):
         if q and q not in K:
             K.append(q)
     gave.append(t)
     order = [x for x in order if x[0] not in gave] + [x for x in order if x[0] in gave]
-print(to_json(['reads', n, sum([len(x) for x in P])]))"""
+print(to_json(['reads', n, sum([len(x) for x in P])]))
+print(to_json(['order', sorted(K, key=lambda q: doc.find(q))]))
+print(to_json(['left', sorted(set([x[0] for x in order]))]))"""
 
 
 @dataclass
@@ -122,6 +126,9 @@ class _ReadCell:
     quotes: list[str] = field(default_factory=list)
     next_names: list[str] = field(default_factory=list)
     reads: int | None = None
+    order: list[str] | None = None
+    left: list[str] = field(default_factory=list)
+    """Terms whose windows the cell did not get to (it stopped at a lead or the budget)."""
 
     @staticmethod
     def terms_of(code: str) -> list[str]:
@@ -144,6 +151,12 @@ def _read_cell_state(output: str) -> _ReadCell:
             continue
         if item[0] == "reads" and isinstance(item[1], int):
             cell.reads = item[1]
+            continue
+        if item[0] == "left" and isinstance(item[1], list):
+            cell.left = [str(t) for t in item[1]]
+            continue
+        if item[0] == "order" and isinstance(item[1], list):
+            cell.order = [str(q) for q in item[1]]
             continue
         sub = parse_sub_answer(str(item[1]))
         if sub.final:
@@ -217,7 +230,9 @@ class FathomReference:
         reads = [c for c in view.calls if c.args.get("code", "").startswith("# read")]
         shown = "\n".join(c.output for c in reads)
         done = len(reads) >= len(pieces)
-        result = read_slice(prompt, shown, complete=done) if reads else NOT_FOUND
+        # Its own text is a slice: having read all of it says nothing about the rest of the
+        # document, so a state question stays open (the caller concludes).
+        result = read_slice(prompt, shown) if reads else NOT_FOUND
         final_turn = view.turns + 1 >= view.max_turns
         if parse_sub_answer(result).final or done or final_turn:
             return _answer(result)
@@ -242,15 +257,9 @@ class FathomReference:
     # -- root strategies -----------------------------------------------------------------
 
     def root_exact(self, view: _View, token: str) -> dict[str, Any]:
-        if not view.calls:
-            code = (
-                f"# exact {token}\nfor m in re_finditer({json.dumps(re.escape(token))}, doc):\n"
-                "    print(doc[max(0, m[0] - 300):m[1] + 300])"
-            )
-            return _message(calls=[("repl", {"code": code})])
-        shown = "\n".join(c.output for c in view.calls)
-        result = parse_sub_answer(read_slice(view.question, shown))
-        return self.final(view, result.final or GIVE_UP)
+        """An ID is found by its literal: the root greps it and reads the hit lines itself,
+        following an alias the lines name the same way (no sub-call at any depth)."""
+        return flat.search_read(self, view, [token])
 
     def root_aggregate(self, view: _View, first: int, last: int) -> dict[str, Any]:
         """Cut the asked chapter range into sections at full stops (no sentence is split or
@@ -300,20 +309,22 @@ class FathomReference:
             if c.name != "repl" or not c.args.get("code", "").startswith("# read"):
                 continue
             cell = _read_cell_state(c.output)
-            searched += cell.terms_of(c.args["code"])
+            searched += [t for t in cell.terms_of(c.args["code"]) if t not in cell.left]
             used += cell.reads if cell.reads is not None else view.sub_calls
             quotes += [q for q in cell.quotes if q not in quotes]
+            if cell.order is not None:
+                # Every quote known so far, in story order (the order a history is read in).
+                quotes = [*cell.order, *(q for q in quotes if q not in cell.order)]
             next_names += [n for n in cell.next_names if n not in next_names]
-        if not searched:
-            terms = search_terms(question)
-        else:
-            # Follow the chain: the newest name not searched yet.
-            terms = [t for n in reversed(next_names) for t in search_terms(n)][:1]
-            terms = [t for t in terms if t not in searched]
+        leads = [t for n in reversed(next_names) for t in name_terms(n) if t not in searched]
+        unread = [t for t in search_terms(question) if t not in searched]
+        # Follow the newest lead (a chain's next name, an alias) first, then the names of the
+        # question not read yet; the first cell reads all of those, round robin.
+        terms = leads[:1] or unread
         budget = view.sub_calls - used
         if not terms or budget <= 0:
             # Nothing left to search: answer from every quote read so far, as a whole.
-            concluded = parse_sub_answer(read_slice(question, "\n".join(quotes), complete=True))
+            concluded = parse_sub_answer(read_slice(question, " ".join(quotes), complete=True))
             return self.final(view, concluded.final or GIVE_UP)
         code = _READ_CODE.format(
             question=json.dumps(question),
@@ -321,6 +332,8 @@ class FathomReference:
             terms=json.dumps(terms),
             budget=budget,
             cap=view.slice_cap,
+            # A history needs every window of its name; a chain moves on at its first lead.
+            stop=not reads_whole_history(question),
         )
         return _message(calls=[("repl", {"code": code})])
 

@@ -206,7 +206,21 @@ def search_terms(question: str) -> list[str]:
     return terms
 
 
-# Sections of the asked chapter range, each at most `cap` characters, cut after a full stop.
+def name_terms(name: str) -> list[str]:
+    """What to grep for a name a reader handed back: its distinctive capitalised word, or for a
+    descriptive alias ("the stooped gatekeeper") the phrase without its article, which also
+    matches where a sentence capitalises the article."""
+    terms = search_terms(name)
+    if terms:
+        return terms[:1]
+    words = name.split()
+    if words and words[0].lower() == "the":
+        words = words[1:]
+    return [" ".join(words)] if words else []
+
+
+# Sections of the asked chapter range, each at most `cap` characters, cut at a paragraph break
+# (a pronoun and its antecedent stay together), else after a full stop.
 _SECTIONS_CODE = """# sections
 S = [m[0] for m in re_finditer('(?m)^Chapter \\\\d+:', doc)] + [len(doc)]
 first, last = max(1, {first}), min(len(S) - 1, {last})
@@ -214,7 +228,7 @@ out = []
 if first <= last:
     a, b = S[first - 1], S[last]
     while b - a > {cap}:
-        c = doc.rfind('.', a, a + {cap}) + 1
+        c = doc.rfind('\\n', a, a + {cap}) + 1 or doc.rfind('.', a, a + {cap}) + 1
         c = c if c > a else a + {cap}
         out.append([a, c])
         a = c
