@@ -3,11 +3,13 @@
 Aggregation counts arrivals in a town across a run of chapters. Three choices keep the count
 from being guessed off the question:
 
-* the target count is drawn first, uniformly from 1..``count_max(document)`` (12 on long
+* the target count is drawn first, uniformly from 1..``count_max(document)`` (15 on long
   documents), and a (chapter run, town) pair with exactly that count is then searched among all
   runs of a randomly drawn length, so the run's length and position say little about the count;
-* the run holds 100K..176K characters on a 200K-token document: more than eight 12K-character
-  slices, and no more than the sixteen a rollout may spend (see docs/documents.md, "Depth");
+* the run holds 128K..152K characters on a 200K-token document: more than eight 12K-character
+  slices, fewer than the sixteen a rollout may spend (docs/questions.md, "Depth"); the range is
+  narrow because large counts live mostly in long runs, so a wide range lets the chapter span
+  hint at the count;
 * only arrivals are counted: hires by an organisation top out around five to eight per run, too
   narrow a range for an unpredictable count.
 """
@@ -21,7 +23,7 @@ from .builder import TaskBuilder, person_forms, pick
 from .core import Task
 
 COUNT_MAX = 15  # largest count asked on long documents
-REGION_CHARS = (128_000, 152_000)  # counted run on a long document: > 8 and < 15 slices of 12K
+REGION_CHARS = (128_000, 152_000)  # counted run on a long document: 10.7 to 12.7 slices of 12K
 REGION_SHARE = (0.45, 0.8)  # ... and as a share of the text on documents too short for that
 SHORT_COUNT_MAX = 10  # on documents under LONG_DOCUMENT_CHARS
 LONG_DOCUMENT_CHARS = 200_000  # from about 50K tokens on, counts reach COUNT_MAX
@@ -29,7 +31,7 @@ LONG_DOCUMENT_CHARS = 200_000  # from about 50K tokens on, counts reach COUNT_MA
 
 def count_max(text_chars: int) -> int:
     """Largest count asked on a document of ``text_chars`` characters. Short documents have
-    fewer chapters per run, and counts above eight are often absent from all their runs."""
+    fewer chapters per run, and counts above ten are often absent from all their runs."""
     return COUNT_MAX if text_chars >= LONG_DOCUMENT_CHARS else SHORT_COUNT_MAX
 
 

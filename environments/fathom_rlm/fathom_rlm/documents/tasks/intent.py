@@ -15,7 +15,9 @@ from functools import lru_cache
 
 from .wordings import ORDINALS, RELATIONS, TIMES
 
-# Family name -> the recursion depth the data supports (see docs/documents.md, "Depth").
+# Family name -> the recursion depth the data supports under the default rollout caps (see
+# docs/questions.md, "Depth": sub-calls share one budget over all depths, so depth 2 never
+# reaches text that depth 1 cannot).
 FAMILIES: dict[str, int] = {
     "exact_id": 0,
     "single_hop": 1,
