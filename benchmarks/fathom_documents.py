@@ -2,10 +2,12 @@
 
 Usage: uv run python benchmarks/fathom_documents.py [--seeds 7] [--tokens 16000 64000 200000]
        uv run python benchmarks/fathom_documents.py --baselines 20 --tokens 16000
+       uv run python benchmarks/fathom_documents.py --shapes
 
 Reports median / min / max wall time over several seeds for each length (fresh generation, no
 cache), the median CPU time of the process (less sensitive to other work sharing the machine),
-and the time to build questions for one document.
+and the time to build questions for one document. ``--shapes`` prints the grammar's own count of
+sentence shapes per relation and split (and filler templates per kind).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from fathom_rlm.documents import (
     make_tasks,
     matches_gold,
     normalize_answer,
+    shape_counts,
 )
 
 
@@ -45,7 +48,11 @@ def main() -> None:
         metavar="DOCS",
         help="instead of timing, score the blind and grep baselines over DOCS documents",
     )
+    parser.add_argument("--shapes", action="store_true", help="print the shape counts and exit")
     args = parser.parse_args()
+    if args.shapes:
+        shapes()
+        return
     if args.baselines:
         for tokens in args.tokens:
             baselines(args.baselines, tokens)
@@ -70,6 +77,26 @@ def main() -> None:
             f"{min(gen) * 1e3:.1f} | {max(gen) * 1e3:.1f} | {statistics.median(cpu) * 1e3:.1f} | "
             f"{statistics.median(build) * 1e3:.1f} ({args.questions} q) |"
         )
+
+
+def shapes() -> None:
+    """Shapes per relation and split, as the grammar counts them (fact / distractor)."""
+    counts = shape_counts()
+    splits = list(counts)
+    print(f"generator {GENERATOR_VERSION}; shapes per relation: facts / distractors")
+    print("| relation | " + " | ".join(splits) + " |")
+    print("|---|" + "---:|" * len(splits))
+    for relation in (r for r in counts[splits[0]] if r != "filler"):
+        cells = [
+            f"{counts[s][relation]['fact']} / {counts[s][relation]['distractor']}" for s in splits
+        ]
+        print(f"| {relation} | " + " | ".join(cells) + " |")
+    kinds = counts[splits[0]]["filler"]
+    print("\nfiller templates per kind")
+    print("| kind | " + " | ".join(splits) + " |")
+    print("|---|" + "---:|" * len(splits))
+    for kind in kinds:
+        print(f"| {kind} | " + " | ".join(str(counts[s]["filler"][kind]) for s in splits) + " |")
 
 
 def baselines(n_docs: int, tokens: int, per_doc: int = 60) -> None:

@@ -18,6 +18,7 @@ from fathom_rlm.documents.grammar import (
 from fathom_rlm.documents.grammar_tables import (
     ADVERBIALS,
     ALIAS_INTROS,
+    ASIDES,
     DISTRACTOR_WRAPPERS,
     FACT_FRAMES,
 )
@@ -60,6 +61,7 @@ def test_splits_share_no_phrase():
         *ALL_VERB_PHRASES.values(),
         FACT_FRAMES,
         ADVERBIALS,
+        ASIDES,
         *DISTRACTOR_WRAPPERS.values(),
         ALIAS_INTROS,
         *FILLER.values(),

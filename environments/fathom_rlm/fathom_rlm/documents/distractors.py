@@ -100,7 +100,9 @@ class DistractorMaker:
             unit.remote.extend(claimant.remote)
             prefix = prefix.replace("{X}", claimant.text)
             suffix = suffix.replace("{X}", claimant.text)
-        ref = r.person_ref(sid, vp.subject_first) if subject_slot == "S" else None
+        # No pronoun after a named claimant: "X told everyone that she ..." would be ambiguous.
+        pronoun_ok = vp.subject_first and "{X}" not in wrapper[0]
+        ref = r.person_ref(sid, pronoun_ok) if subject_slot == "S" else None
         if ref is not None:
             fields["S"] = ref.text
         sentence, _ = r.compose(vp, form, fields, prefix, suffix)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 Span = tuple[int, int]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fact:
     """One relation the text asserts, with every span needed to read it.
 
@@ -40,7 +40,7 @@ class Fact:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Distractor:
     """A sentence in a relation's own shape that is not a fact of the world.
 

@@ -45,6 +45,9 @@ FILLER: dict[str, tuple[str, ...]] = {
         "Neighbours in {P} saw {N} at the well most mornings.",
         "{S} walked home to {P} through the rain.",
         "{S} wrote from {P} that the roof leaked again.",
+        "The baker in {P} knew {N} by sight.",
+        "{S} swept the step of the house in {P} every morning.",
+        "Visitors to {P} could find {N} at home most evenings.",
     ),
     "works": (
         "{S} was still {R} with {G}.",
@@ -53,6 +56,9 @@ FILLER: dict[str, tuple[str, ...]] = {
         "{S} complained about the ledgers at {G}.",
         "As {R}, {N} rarely had a free evening.",
         "{S} asked {G} for leave and was refused.",
+        "{G} sent {N} out on an errand in the rain.",
+        "{S} grumbled about the pay at {G}.",
+        "Every morning {N} walked to the door of {G}.",
     ),
     "keeps": (
         "{Y} kept {O} wrapped in oilcloth.",
@@ -61,6 +67,9 @@ FILLER: dict[str, tuple[str, ...]] = {
         "{Y} would not lend {O} to anyone.",
         "{O} was cleaned and polished by {Y} every week.",
         "{Y} hid {O} under a loose floorboard.",
+        "{O} hung above the hearth of {Y}.",
+        "{Y} dusted {O} before every visitor came.",
+        "{Y} refused three offers for {O} that winter.",
     ),
     # Superseded facts: true of the past, not of now.
     "lived": (
@@ -70,6 +79,9 @@ FILLER: dict[str, tuple[str, ...]] = {
         "Before all this, {N} had been a resident of {P}.",
         "{S} kept a key to the old rooms in {P}.",
         "Letters for {N} still went to {P} by mistake.",
+        "{S} had not been back to {P} since leaving it.",
+        "An old landlord in {P} still asked after {N}.",
+        "{S} remembered the damp walls of the old place in {P}.",
     ),
     "owned": (
         "{O} had once belonged to {Y}.",
@@ -78,6 +90,9 @@ FILLER: dict[str, tuple[str, ...]] = {
         "{Y} had parted with {O} long ago.",
         "{O} still bore a scratch from its years with {Y}.",
         "{Y} used to keep {O} by the window.",
+        "{O} was no longer among the things of {Y}.",
+        "{Y} had given up {O} years before.",
+        "There was a time when {O} stood in the hall of {Y}.",
     ),
     # Visits and errands: a person next to a place that is not their home.
     "visit": (
@@ -121,6 +136,9 @@ FILLER: dict[str, tuple[str, ...]] = {
         "The accounts of {G} were audited and found wanting.",
         "{G} held its yearly feast, and nobody enjoyed it.",
         "Rumours of debt followed {G} all season.",
+        "{G} printed a new price list.",
+        "The clerks of {G} struck for a day.",
+        "{G} bought a second barge.",
     ),
     "object": (
         "{O} was much talked about that winter.",
@@ -129,6 +147,9 @@ FILLER: dict[str, tuple[str, ...]] = {
         "{O} needed repair after a hard frost.",
         "Children told stories about {O}.",
         "A painter asked to sketch {O}.",
+        "{O} gathered dust for a season.",
+        "A collector wrote a long letter about {O}.",
+        "{O} was said to bring bad luck.",
     ),
     "year": (
         "The bridge at {P} had stood since {Y4}.",
@@ -137,6 +158,9 @@ FILLER: dict[str, tuple[str, ...]] = {
         "A stone by the road to {P} was carved with the year {Y4}.",
         "{S} kept a coin minted in {Y4}.",
         "The church at {P} kept a bell cast in {Y4}.",
+        "{S} still told the story of the fire of {Y4}.",
+        "The old map of {P} was dated {Y4}.",
+        "{S} had a pocket watch engraved {Y4}.",
     ),
     "count": (
         "{S} bought {C} barrels of pitch.",
@@ -145,6 +169,9 @@ FILLER: dict[str, tuple[str, ...]] = {
         "{S} owed money to {C} different people.",
         "The inn at {P} had {C} rooms, all taken.",
         "{S} planted {C} rows of beans.",
+        "{S} mended {C} nets before supper.",
+        "The fair at {P} drew {C} travelling players.",
+        "{S} kept {C} hens behind the house.",
     ),
     "code": (
         "A crate stamped {ID} sat unclaimed on the quay at {P}.",
@@ -153,6 +180,9 @@ FILLER: dict[str, tuple[str, ...]] = {
         "Customs at {P} held a bale tagged {ID} for a week.",
         "An old registry slip numbered {ID} was found behind a drawer.",
         "A barrel chalked {ID} rolled off a cart in {P}.",
+        "A torn label reading {ID} blew along the street in {P}.",
+        "The carter at {P} could not explain a chit marked {ID}.",
+        "A sack branded {ID} was sold at auction in {P}.",
     ),
     # Uses of an alias already introduced (never an introduction: each alias has one).
     "alias": (
@@ -162,6 +192,9 @@ FILLER: dict[str, tuple[str, ...]] = {
         "{K} came down to the quay at first light.",
         "{K} had opinions about everything.",
         "{K} was in a foul temper all week.",
+        "{K} laughed at the news from {P}.",
+        "{K} kept a dog that bit strangers.",
+        "{K} won a bet about the weather.",
     ),
     "activity": ACTIVITIES,
 }

@@ -22,6 +22,7 @@ from functools import cache
 from .grammar_tables import (
     ADVERBIALS,
     ALIAS_INTROS,
+    ASIDES,
     DISTRACTOR_WRAPPERS,
     FACT_FRAMES,
     VERB_PHRASES,
@@ -45,6 +46,9 @@ RELATION_SLOTS: dict[str, tuple[str, str, str | None]] = {
     "mark": ("O", "ID", None),
 }
 PERSON_SLOTS = frozenset({"S", "Y", "M", "F", "X"})
+# Relations that happen at a time take time adverbials ("that month"); the others take asides
+# ("for the record"), placed at the front or, after a comma, at the end.
+TIMED = frozenset({"residence", "employment", "owner"})
 # "meant to be born" says nothing sensible; births have no planned distractor.
 NO_PLANNED = frozenset({"birth"})
 
@@ -127,23 +131,32 @@ class SplitGrammar:
     verb_phrases: dict[str, tuple[VerbPhrase, ...]]
     frames: tuple[str, ...]  # "" first
     adverbials: tuple[str, ...]
+    asides: tuple[str, ...]
     wrappers: dict[str, tuple[tuple[str, str, str], ...]]
     intros: tuple[str, ...]
 
     def distractor_kinds(self, relation: str) -> tuple[str, ...]:
         return tuple(k for k in DISTRACTOR_KINDS if not (k == "planned" and relation in NO_PLANNED))
 
+    def modifiers(self, relation: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        """(shape tag, the split's phrases, all phrases) of the relation's adverbials."""
+        if relation in TIMED:
+            return "adv", self.adverbials, ADVERBIALS
+        return "aside", self.asides, ASIDES
+
     def fact_shapes(self, relation: str) -> list[str]:
-        """Shape ids of plain statements: verb phrase x framing x adverbial placement."""
+        """Shape ids of plain statements: verb phrase x framing x adverbial placement (the
+        front only without a framing)."""
+        tag, mine, every = self.modifiers(relation)
         out = []
         for vp in self.verb_phrases[relation]:
             for frame in self.frames:
                 f = FACT_FRAMES.index(frame) if frame else -1
                 places = ("front", "end") if not frame else ("end",)
-                out.append(f"{relation}/vp{vp.index}/frame{f}/adv-none")
-                for adv in self.adverbials:
-                    a = ADVERBIALS.index(adv)
-                    out.extend(f"{relation}/vp{vp.index}/frame{f}/adv-{p}{a}" for p in places)
+                out.append(f"{relation}/vp{vp.index}/frame{f}/{tag}-none")
+                for adv in mine:
+                    a = every.index(adv)
+                    out.extend(f"{relation}/vp{vp.index}/frame{f}/{tag}-{p}{a}" for p in places)
         return out
 
     def distractor_shapes(self, relation: str) -> list[str]:
@@ -168,6 +181,7 @@ def split_grammar(split: str) -> SplitGrammar:
         verb_phrases={rel: deal(vps, split) for rel, vps in ALL_VERB_PHRASES.items()},
         frames=("", *deal(FACT_FRAMES, split)),
         adverbials=deal(ADVERBIALS, split),
+        asides=deal(ASIDES, split),
         wrappers={kind: deal(ws, split) for kind, ws in DISTRACTOR_WRAPPERS.items()},
         intros=deal(ALIAS_INTROS, split),
     )

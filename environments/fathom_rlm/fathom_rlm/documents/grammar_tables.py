@@ -170,6 +170,23 @@ ADVERBIALS: tuple[str, ...] = (
     "in due course",
 )
 
+# Asides for facts that do not happen at a time (birth, founding, seat, maker, teacher, IDs):
+# "For the record, X ..." or "X ..., for the record".
+ASIDES: tuple[str, ...] = (
+    "for the record",
+    "as it happens",
+    "incidentally",
+    "as everyone knew",
+    "to be precise",
+    "truth be told",
+    "of course",
+    "naturally",
+    "in point of fact",
+    "as it were",
+    "be it noted",
+    "as chance had it",
+)
+
 # Distractor wrappers: (prefix, suffix, verb form). Verb forms: PAST (the fact's own core), NOT,
 # NEVER, "PLAN:<modal>" (modal + base form), "HYP:<modal>" (modal + participle). Every wrapper
 # around a PAST core carries a suffix, so cutting the prefix off never leaves a plain fact.

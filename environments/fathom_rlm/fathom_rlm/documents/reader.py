@@ -28,7 +28,7 @@ from .grammar import (
     RELATION_SLOTS,
     VerbPhrase,
 )
-from .grammar_tables import EPITHET_ADJECTIVES, EPITHET_NOUNS
+from .grammar_tables import ASIDES, EPITHET_ADJECTIVES, EPITHET_NOUNS
 from .world import NICKNAMES, ORG_KINDS, ROLES, THINGS
 
 
@@ -136,10 +136,11 @@ def _layers() -> re.Pattern:
     suffixes.reverse()
     pre = "|".join(_template_regex(p, named=False) for p in prefixes)
     suf = "|".join(_template_regex(s, first_ci=False, named=False) for s in suffixes)
-    adv = _alt(ADVERBIALS)
-    fadv = "|".join(_ci(a) for a in sorted(ADVERBIALS, key=len, reverse=True))
+    adv, aside = _alt(ADVERBIALS), _alt(ASIDES)
+    fadv = "|".join(_ci(a) for a in sorted((*ADVERBIALS, *ASIDES), key=len, reverse=True))
     return re.compile(
-        rf"(?P<pre>{pre})?(?:(?P<fadv>{fadv}), )?(?P<core>.+?)(?: (?:{adv}))?(?P<suf>{suf})?\."
+        rf"(?P<pre>{pre})?(?:(?P<fadv>{fadv}), )?(?P<core>.+?)"
+        rf"(?: (?:{adv})|, (?:{aside}))?(?P<suf>{suf})?\."
     )
 
 

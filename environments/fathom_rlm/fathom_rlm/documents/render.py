@@ -31,7 +31,6 @@ from .filler import (
     split_tables,
 )
 from .grammar import (
-    ADVERBIALS,
     ALIAS_INTROS,
     FACT_FRAMES,
     RELATION_SLOTS,
@@ -64,7 +63,7 @@ class Chapter:
     end: int
 
 
-@dataclass
+@dataclass(slots=True)
 class Unit:
     """A piece of chapter text placed among the filler, and what it asserts.
 
@@ -97,7 +96,7 @@ class RenderResult:
     distractors: list[Distractor]
 
 
-@dataclass
+@dataclass(slots=True)
 class Ref:
     """How a sentence names a person: the text used, whom it resolves to, and the spans needed."""
 
@@ -148,6 +147,7 @@ class Renderer:
         self.titles = deal(TITLE_PATTERNS, split)
         self.intros = tuple((to_mapping(t), ALIAS_INTROS.index(t)) for t in self.grammar.intros)
         self.vp_templates = _core_templates(split)
+        self.modifiers = {rel: self.grammar.modifiers(rel) for rel in RELATION_SLOTS}
         kinds = list(FILLER_WEIGHTS)
         self.filler_cum = list(itertools.accumulate(FILLER_WEIGHTS[k] for k in kinds))
         fns = filler_functions(self, split)
@@ -186,18 +186,20 @@ class Renderer:
     def compose(
         self, vp: VerbPhrase, form: str, fields: dict[str, str], prefix: str = "", suffix: str = ""
     ) -> tuple[str, str]:
-        """A sentence from a core and its wrapper, with a drawn time adverbial; and the
-        adverbial part of its shape id (``adv-none``, ``adv-front3``, ``adv-end7``)."""
+        """A sentence from a core and its wrapper, with a drawn adverbial (a time adverbial,
+        or an aside for a timeless relation); and the adverbial part of its shape id
+        (``adv-none``, ``adv-front3``, ``aside-end7``)."""
         core = self.vp_templates[(vp.relation, vp.index, form)] % fields
+        tag, mine, every = self.modifiers[vp.relation]
         r = self.rnd()
-        advs = self.grammar.adverbials
         if r < 0.45:
-            return _cap(prefix + core + suffix) + ".", "adv-none"
-        adv = advs[int(self.rnd() * len(advs))]
-        a = ADVERBIALS.index(adv)
+            return _cap(prefix + core + suffix) + ".", tag + "-none"
+        adv = mine[int(self.rnd() * len(mine))]
+        a = every.index(adv)
         if not prefix and r < 0.7:
-            return _cap(adv) + ", " + core + suffix + ".", f"adv-front{a}"
-        return _cap(prefix + core + " " + adv + suffix) + ".", f"adv-end{a}"
+            return _cap(adv) + ", " + core + suffix + ".", f"{tag}-front{a}"
+        joint = " " if tag == "adv" else ", "
+        return _cap(prefix + core + joint + adv + suffix) + ".", f"{tag}-end{a}"
 
     def frame(self) -> tuple[str, int]:
         """A fact framing ("" two times in five) and its index in FACT_FRAMES (-1 for none)."""
@@ -411,7 +413,10 @@ class Renderer:
         return out
 
     def record(self, u: Unit, at: int, number: int, date: str, out: RenderResult) -> None:
-        spans = tuple(sorted([*u.remote, *((at + s, at + e) for s, e in u.local)]))
+        if u.remote or len(u.local) > 1:
+            spans = tuple(sorted([*u.remote, *((at + s, at + e) for s, e in u.local)]))
+        else:
+            spans = ((at + u.local[0][0], at + u.local[0][1]),)
         if u.kind == "intro":
             self.alias_span[u.person] = spans[0]
             return
