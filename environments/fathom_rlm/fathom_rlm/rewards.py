@@ -50,15 +50,16 @@ SCORE_NAMES = (REWARD_NAME, *COMPONENT_NAMES, *METRIC_NAMES)
 
 
 # Oracle plan cost per family beyond the reading every plan must do (see `oracle_tokens`):
-# the median measured cost of the depth-matched reference policy on `train` at 200K tokens,
-# minus its unavoidable reading. Re-derive with `python -m envtools.policies.fathom.calibrate`.
+# the median measured cost of the depth-matched reference policy over its correct rollouts on
+# the first 150 `train` rows at 200K tokens, minus its unavoidable reading. Re-derive with
+# `uv run python -m envtools.policies.fathom.calibrate --n 150 --doc-tokens 200000`.
 ORACLE_FIXED_TOKENS: dict[str, int] = {
-    "exact_id": 1_500,
-    "single_hop": 9_000,
-    "multi_hop": 14_000,
-    "temporal": 9_000,
-    "comparison": 12_000,
-    "aggregation": 8_000,
+    "exact_id": 2_300,
+    "single_hop": 11_200,
+    "multi_hop": 19_100,
+    "temporal": 14_700,
+    "comparison": 16_700,
+    "aggregation": 24_900,
 }
 
 
