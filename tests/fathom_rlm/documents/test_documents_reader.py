@@ -138,3 +138,13 @@ def test_reader_spans_and_chapter():
     intro_span, sentence = fact.spans
     assert text[slice(*intro_span)] == intro
     assert text[slice(*sentence)] == "The Heron moved to Ossmere."
+
+
+def test_a_reader_of_one_split_reads_nothing_in_the_others():
+    """A reader compiled from the train shapes alone (what a pattern list tuned on train is)
+    reads every fact of a train document and none of an eval or heldout document."""
+    for split in ("train", "eval", "heldout"):
+        doc = generate_document(SPLIT_SEED_BASE[split] + 3, 16_000)
+        for reader_split in ("train", "eval", "heldout"):
+            got = read_facts(doc.text, splits=(reader_split,))
+            assert got == (_readable(doc) if reader_split == split else [])

@@ -20,13 +20,13 @@ from .facts import Fact, Span
 from .filler import ACTIVITIES
 from .grammar import (
     ADVERBIALS,
-    ALIAS_INTROS,
-    ALL_VERB_PHRASES,
     DISTRACTOR_WRAPPERS,
-    FACT_FRAMES,
     PERSON_SLOTS,
     RELATION_SLOTS,
+    SPLITS,
     VerbPhrase,
+    deal,
+    split_grammar,
 )
 from .grammar_tables import ASIDES, EPITHET_ADJECTIVES, EPITHET_NOUNS
 from .world import NICKNAMES, ORG_KINDS, ROLES, THINGS
@@ -98,84 +98,88 @@ def _vp_regex(vp: VerbPhrase) -> re.Pattern:
 _STOP = frozenset(
     ["to", "in", "of", "as", "the", "a", "an", "at", "from", "with", "on", "for", "its", "and"]
 )
-
-
-@lru_cache(maxsize=1)
-def _verb_phrase_index() -> dict[str, list[tuple[VerbPhrase, re.Pattern]]]:
-    """Lowercase key word -> verb phrases whose every form contains it (cheap prefilter)."""
-    vps = [vp for group in ALL_VERB_PHRASES.values() for vp in group]
-
-    def literal_words(vp: VerbPhrase) -> set[str]:
-        words = _SLOT.sub(" ", vp.pre + " " + vp.post).lower().split()
-        return {w for w in words if w not in _STOP}
-
-    df: dict[str, int] = {}
-    for vp in vps:
-        for word in literal_words(vp):
-            df[word] = df.get(word, 0) + 1
-    index: dict[str, list[tuple[VerbPhrase, re.Pattern]]] = {}
-    for vp in vps:
-        words = literal_words(vp)
-        keys = (
-            [min(words, key=lambda w: (df[w], -len(w), w))] if words else [vp.past, vp.base, vp.pp]
-        )
-        entry = (vp, _vp_regex(vp))
-        for key in dict.fromkeys(keys):
-            index.setdefault(key, []).append(entry)
-    return index
-
-
-def _prefix_alternatives() -> tuple[str, ...]:
-    return (*FACT_FRAMES, *(p for ws in DISTRACTOR_WRAPPERS.values() for p, _, _ in ws if p))
-
-
-@lru_cache(maxsize=1)
-def _layers() -> re.Pattern:
-    prefixes = sorted(_prefix_alternatives(), key=len, reverse=True)
-    suffixes = sorted({s for ws in DISTRACTOR_WRAPPERS.values() for _, s, _ in ws if s}, key=len)
-    suffixes.reverse()
-    pre = "|".join(_template_regex(p, named=False) for p in prefixes)
-    suf = "|".join(_template_regex(s, first_ci=False, named=False) for s in suffixes)
-    adv, aside = _alt(ADVERBIALS), _alt(ASIDES)
-    fadv = "|".join(_ci(a) for a in sorted((*ADVERBIALS, *ASIDES), key=len, reverse=True))
-    return re.compile(
-        rf"(?P<pre>{pre})?(?:(?P<fadv>{fadv}), )?(?P<core>.+?)"
-        rf"(?: (?:{adv})|, (?:{aside}))?(?P<suf>{suf})?\."
-    )
-
-
-_FACT_PREFIXES = frozenset(f.lower() for f in FACT_FRAMES)
 _SENTENCE = re.compile(r"[^\s.][^.\n]*\.")
 _HEADER = re.compile(r"^Chapter (\d+): [^\n]*\n([A-Z][a-z]+ \d{4})$", re.M)
 
 
-@lru_cache(maxsize=1)
-def _antecedents() -> re.Pattern:
-    """Any activity sentence, with its one person in group ``N``."""
-    alts = [_template_regex(t.replace("{S}", "{N}"), named=False) for t in ACTIVITIES]
-    # One group for the person: every activity names them once, so rewrite each slot.
-    alts = [a.replace(f"(?:{_NAME})", f"({_NAME})", 1) for a in alts]
-    return re.compile("|".join(f"(?:{a})" for a in alts))
+class _Compiled:
+    """The grammar of some splits compiled for reading (all splits for :func:`read_facts`)."""
+
+    def __init__(self, splits: tuple[str, ...]) -> None:
+        grammars = [split_grammar(split) for split in splits]
+        self.vps = [vp for g in grammars for group in g.verb_phrases.values() for vp in group]
+        frames = [f for g in grammars for f in g.frames if f]
+        wrappers = [w for g in grammars for ws in g.wrappers.values() for w in ws]
+        self.fact_prefixes = frozenset(f.lower() for f in frames)
+        self.index = self._index()
+        self.layers = self._layers(frames, wrappers)
+        activities = [t for split in splits for t in deal(ACTIVITIES, split)]
+        alts = [_template_regex(t.replace("{S}", "{N}"), named=False) for t in activities]
+        # One capturing group per alternative for the person: every activity names them once.
+        alts = [a.replace(f"(?:{_NAME})", f"({_NAME})", 1) for a in alts]
+        self.antecedents = re.compile("|".join(f"(?:{a})" for a in alts))
+        intros = [t for g in grammars for t in g.intros]
+        self.intros = [re.compile(_template_regex(t) + r"\.") for t in intros]
+
+    def _index(self) -> dict[str, list[tuple[VerbPhrase, re.Pattern]]]:
+        """Lowercase key word -> verb phrases whose every form contains it (a prefilter)."""
+
+        def literal_words(vp: VerbPhrase) -> set[str]:
+            words = _SLOT.sub(" ", vp.pre + " " + vp.post).lower().split()
+            return {w for w in words if w not in _STOP}
+
+        df: dict[str, int] = {}
+        for vp in self.vps:
+            for word in literal_words(vp):
+                df[word] = df.get(word, 0) + 1
+        index: dict[str, list[tuple[VerbPhrase, re.Pattern]]] = {}
+        for vp in self.vps:
+            words = literal_words(vp)
+            if words:
+                keys = [min(words, key=lambda w: (df[w], -len(w), w))]
+            else:
+                keys = [vp.past, vp.base, vp.pp]
+            entry = (vp, _vp_regex(vp))
+            for key in dict.fromkeys(keys):
+                index.setdefault(key, []).append(entry)
+        return index
+
+    @staticmethod
+    def _layers(frames: list[str], wrappers: list[tuple[str, str, str]]) -> re.Pattern:
+        prefixes = sorted({*frames, *(p for p, _, _ in wrappers if p)}, key=len, reverse=True)
+        suffixes = sorted({s for _, s, _ in wrappers if s}, key=len, reverse=True)
+        pre = "|".join(_template_regex(p, named=False) for p in prefixes)
+        suf = "|".join(_template_regex(s, first_ci=False, named=False) for s in suffixes)
+        adv, aside = _alt(ADVERBIALS), _alt(ASIDES)
+        fadv = "|".join(_ci(a) for a in sorted((*ADVERBIALS, *ASIDES), key=len, reverse=True))
+        return re.compile(
+            rf"(?:(?P<pre>{pre}))?(?:(?P<fadv>{fadv}), )?(?P<core>.+?)"
+            rf"(?: (?:{adv})|, (?:{aside}))?(?:(?P<suf>{suf}))?\."
+        )
+
+    def antecedent_name(self, sentence: str) -> str | None:
+        m = self.antecedents.fullmatch(sentence)
+        if m is None:
+            return None
+        return next(g for g in m.groups() if g is not None)
 
 
-@lru_cache(maxsize=1)
-def _intros() -> list[re.Pattern]:
-    return [re.compile(_template_regex(t) + r"\.") for t in ALIAS_INTROS]
-
-
-def _antecedent_name(sentence: str) -> str | None:
-    m = _antecedents().fullmatch(sentence)
-    if m is None:
-        return None
-    return next(g for g in m.groups() if g is not None)
+@lru_cache(maxsize=4)
+def _compiled(splits: tuple[str, ...]) -> _Compiled:
+    return _Compiled(splits)
 
 
 def _norm_alias(alias: str) -> str:
     return "the" + alias[3:]
 
 
-def read_facts(text: str) -> list[Fact]:
-    """The facts ``text`` states on its own, in text order (see the module docstring)."""
+def read_facts(text: str, *, splits: tuple[str, ...] = SPLITS) -> list[Fact]:
+    """The facts ``text`` states on its own, in text order (see the module docstring).
+
+    ``splits`` restricts the reader to the shapes of those splits: a reader that knows only the
+    train shapes is what a pattern list tuned on train would be.
+    """
+    grammar = _compiled(tuple(splits))
     headers = [(m.start(), m.end(), int(m[1]), m[2]) for m in _HEADER.finditer(text)]
     header_starts = [h[0] for h in headers]
     aliases: dict[str, tuple[str, Span]] = {}
@@ -183,14 +187,14 @@ def read_facts(text: str) -> list[Fact]:
     prev: tuple[int, str] | None = None  # (end, text) of the previous sentence
     for m in _SENTENCE.finditer(text):
         sentence, start, end = m.group(), m.start(), m.end()
-        intro = _read_intro(sentence)
+        intro = _read_intro(grammar, sentence)
         if intro is not None:
             aliases[_norm_alias(intro[1])] = (intro[0], (start, end))
         else:
             antecedent = None
             if prev is not None and prev[0] + 1 == start and text[prev[0]] == " ":
                 antecedent = (prev[1], (start - 1 - len(prev[1]), prev[0]))
-            fact = _read_sentence(sentence, (start, end), antecedent, aliases)
+            fact = _read_sentence(grammar, sentence, (start, end), antecedent, aliases)
             if fact is not None:
                 i = bisect.bisect_right(header_starts, start) - 1
                 if i >= 0 and headers[i][1] <= start:
@@ -208,10 +212,8 @@ def read_facts(text: str) -> list[Fact]:
     return facts
 
 
-def _read_intro(sentence: str) -> tuple[str, str] | None:
-    if " " not in sentence:
-        return None
-    for pattern in _intros():
+def _read_intro(grammar: _Compiled, sentence: str) -> tuple[str, str] | None:
+    for pattern in grammar.intros:
         m = pattern.fullmatch(sentence)
         if m is not None:
             return m["N"], m["K"]
@@ -219,17 +221,18 @@ def _read_intro(sentence: str) -> tuple[str, str] | None:
 
 
 def _read_sentence(
+    grammar: _Compiled,
     sentence: str,
     span: Span,
     antecedent: tuple[str, Span] | None,
     aliases: dict[str, tuple[str, Span]],
 ) -> Fact | None:
     """The fact one sentence states, or None (no relation, a distractor, or unresolvable)."""
-    layers = _layers().fullmatch(sentence)
+    layers = grammar.layers.fullmatch(sentence)
     if layers is None:
         return None
     core = layers["core"]
-    index = _verb_phrase_index()
+    index = grammar.index
     seen: set[int] = set()
     for word in core.lower().split():
         for vp, pattern in index.get(word, ()):
@@ -240,13 +243,14 @@ def _read_sentence(
             if m is None:
                 continue
             pre = layers["pre"]
-            if layers["suf"] or m["v_past"] is None or (pre and pre.lower() not in _FACT_PREFIXES):
+            plain = pre is None or pre.lower() in grammar.fact_prefixes
+            if layers["suf"] or m["v_past"] is None or not plain:
                 return None  # a relation's shape that does not assert it
-            return _resolve(vp, m, span, antecedent, aliases)
+            return _resolve(grammar, vp, m, span, antecedent, aliases)
     return None
 
 
-def _resolve(vp, m, span, antecedent, aliases) -> Fact | None:
+def _resolve(grammar: _Compiled, vp, m, span, antecedent, aliases) -> Fact | None:
     subject_slot, value_slot, detail_slot = RELATION_SLOTS[vp.relation]
     spans: list[Span] = [span]
     surfaces: dict[str, str] = {}
@@ -257,7 +261,7 @@ def _resolve(vp, m, span, antecedent, aliases) -> Fact | None:
             if low in ("she", "he"):
                 if slot != "S" or antecedent is None:
                     return None
-                name = _antecedent_name(antecedent[0])
+                name = grammar.antecedent_name(antecedent[0])
                 if name is None:
                     return None
                 spans.append(antecedent[1])
