@@ -50,7 +50,7 @@ DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_OUT = Path("outputs/eval")
 CHART_NAME = "accuracy_vs_tokens.png"
 REWARD_KEYS: tuple[str, ...] = (REWARD_NAME, *COMPONENT_NAMES)
-METRIC_KEYS: tuple[str, ...] = ("total_tokens", "tool_calls", "evidence_recall")
+METRIC_KEYS: tuple[str, ...] = ("total_tokens", "tool_calls", "evidence_recall", "depth_used")
 MAX_ERROR_CHARS = 500
 
 
@@ -325,10 +325,14 @@ def summarize(
         rows = [r for r in results if r["policy"] == name]
         done = [r for r in rows if r["error"] is None]
         families: dict[str, Any] = {}
+        tokens: dict[str, Any] = {}
         for family in FAMILIES:
             values = [_score(r, "correctness") for r in rows if r["family"] == family]
             if values:
                 families[family] = ci(values)
+            spent = [r["scores"]["total_tokens"] for r in done if r["family"] == family]
+            if spent:
+                tokens[family] = ci(spent)
         policies[name] = {
             "rollouts": len(rows),
             "errors": len(rows) - len(done),
@@ -337,6 +341,7 @@ def summarize(
             "tool_errors": sum(int(r["scores"]["tool_errors"]) for r in done),
             "ended_by": dict(Counter(r["ended_by"] or "error" for r in rows)),
             "by_family": families,
+            "tokens_by_family": tokens,
         }
     return policies
 
@@ -390,8 +395,9 @@ def render_report(results: dict[str, Any]) -> str:
         " every call at any depth, bad ones included; tool errors are the calls answered with an"
         " error.",
         "",
-        "| policy | total tokens | tool calls | evidence recall | tool errors | ended by |",
-        "|---|---|---|---|---|---|",
+        "| policy | total tokens | tool calls | evidence recall | depth used | tool errors "
+        "| ended by |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, p in policies.items():
         m = p["metrics"]
@@ -399,7 +405,9 @@ def render_report(results: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | {_fmt_count(_estimate(m['total_tokens']))} | "
             f"{_fmt_count(_estimate(m['tool_calls']), 1)} | "
-            f"{_estimate(m['evidence_recall']).format(2)} | {p['tool_errors']} | {ended} |"
+            f"{_estimate(m['evidence_recall']).format(2)} | "
+            f"{_estimate(m['depth_used']).format(2) if 'depth_used' in m else 'n/a'} | "
+            f"{p['tool_errors']} | {ended} |"
         )
     families = [f for f in FAMILIES if family_counts[f]]
     lines += [
@@ -415,6 +423,19 @@ def render_report(results: dict[str, Any]) -> str:
         cells = [
             f"{p['by_family'][f]['mean']:.2f}" if f in p["by_family"] else "n/a" for f in families
         ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Tokens by family",
+        "",
+        "Mean total tokens per completed rollout (every model call, root and sub-calls).",
+        "",
+        "| policy | " + " | ".join(families) + " |",
+        "|---|" + "---|" * len(families),
+    ]
+    for name, p in policies.items():
+        spent = p.get("tokens_by_family", {})
+        cells = [f"{spent[f]['mean']:,.0f}" if f in spent else "n/a" for f in families]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", "## Errors", ""]
     errors = results.get("errors", [])

@@ -91,18 +91,33 @@ def _relations(answering: Any, relation: str) -> frozenset[str]:
     return frozenset(r for r, _ in steps) | frozenset(_READS.get(relation, ()))
 
 
+def _alias_intros(text: str) -> list[tuple[str, str, str]]:
+    """(name, alias, introducing sentence) for every alias introduction in `text`, read with
+    the generator's grammar reader (its public `read_aliases` when it has one)."""
+    from fathom_rlm import documents
+    from fathom_rlm.documents import reader as grammar_reader
+
+    public = getattr(documents, "read_aliases", None)
+    if public is not None:
+        return [(name, alias, text[a:b]) for name, alias, (a, b) in public(text)]
+    out = []
+    grammar = grammar_reader._compiled(grammar_reader.SPLITS)
+    for m in _SENTENCE.finditer(text):
+        sentence = m.group().strip()
+        intro = grammar_reader._read_intro(grammar, sentence)
+        if intro is not None:
+            out.append((intro[0], "the" + intro[1][3:], sentence))
+    return out
+
+
 def _aliases(text: str, names: set[str]) -> list[tuple[str, str, str]]:
     """(alias, introducing sentence, name key) for every alias `text` gives one of `names`: a
     reader who meets "they spoke of X as the Pike" knows to look for "the Pike" too."""
-    from fathom_rlm.documents import reader as grammar_reader
-
-    out = []
-    for m in _SENTENCE.finditer(text):
-        sentence = m.group().strip()
-        intro = grammar_reader._read_intro(sentence)
-        if intro is not None and _key(intro[0]) in names:
-            out.append(("the" + intro[1][3:], sentence, _key(intro[0])))
-    return out
+    return [
+        (alias, sentence, _key(name))
+        for name, alias, sentence in _alias_intros(text)
+        if _key(name) in names
+    ]
 
 
 def _merge_adjacent(spans: Any) -> list[tuple[int, int]]:
