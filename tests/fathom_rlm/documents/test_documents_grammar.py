@@ -8,7 +8,9 @@ import pytest
 from fathom_rlm.documents import generate_document, read_facts, shape_counts
 from fathom_rlm.documents.filler import ACTIVITIES, FILLER, TITLE_PATTERNS
 from fathom_rlm.documents.grammar import (
+    ALL_INITIAL_PHRASES,
     ALL_VERB_PHRASES,
+    RELATION_SLOTS,
     RELATIONS,
     SPLITS,
     deal,
@@ -59,6 +61,7 @@ def test_splits_share_no_phrase():
     introduction or filler template belongs to two splits."""
     tables = [
         *ALL_VERB_PHRASES.values(),
+        *ALL_INITIAL_PHRASES.values(),
         FACT_FRAMES,
         ADVERBIALS,
         ASIDES,
@@ -98,7 +101,7 @@ def _foreign_phrases(split: str) -> list[str]:
         if other == split:
             continue
         g = split_grammar(other)
-        for vps in g.verb_phrases.values():
+        for vps in (*g.verb_phrases.values(), *g.initial_phrases.values()):
             for vp in vps:
                 out += _literal_chunks(vp.pre + "[" + vp.past + "]" + vp.post)
                 out.append(vp.core("PAST").split("{")[0] if not vp.pre.startswith("{") else "")
@@ -188,12 +191,41 @@ def test_facts_are_spread_over_sentences():
     assert far >= 5
 
 
-def test_antecedent_sentences_are_activities():
-    """A pronoun subject is preceded by one activity sentence naming the person."""
+def _pattern(templates) -> re.Pattern:
+    alts = [re.escape(a).replace(r"\{S\}", ".+").replace(r"\{N\}", ".+") for a in templates]
+    alts = [a.replace(r"\{O\}", ".+").replace(r"\{G\}", ".+") for a in alts]
+    return re.compile("|".join(alts), re.I)
+
+
+def test_antecedent_sentences_name_the_subject():
+    """A pronoun subject is preceded by one sentence naming only its referent: an activity for a
+    person, an object or organisation filler sentence for "it"."""
     doc = generate_document(SPLIT_SEED_BASE["train"], SHORT)
-    lead = [re.escape(a).replace(r"\{S\}", ".+").replace(r"\{N\}", ".+") for a in ACTIVITIES]
-    pattern = re.compile("|".join(lead))
+    patterns = {
+        "S": _pattern(ACTIVITIES), "O": _pattern(FILLER["object"]), "G": _pattern(FILLER["org"])
+    }  # fmt: skip
+    seen = set()
     for key, form in doc.forms.items():
         if form == "pronoun":
-            s, e = doc.support[key][0]
-            assert pattern.fullmatch(doc.text[s:e])
+            slot = RELATION_SLOTS[key[0]][0]
+            seen.add(slot)
+            # The antecedent comes right before the sentence (an alias introduction for another
+            # slot, if any, is further back).
+            s, e = doc.support[key][-2]
+            assert e + 1 == doc.support[key][-1][0]
+            assert patterns[slot].fullmatch(doc.text[s:e])
+            assert doc.facts[key].subject.lower() in doc.text[s:e].lower()
+    assert seen == {"S", "O", "G"}
+
+
+def test_initial_states_use_state_verbs():
+    """The first home, post and owner are stated with initial-state phrases and read as no
+    change; every later one is a change (so arrivals can be counted from the text)."""
+    doc = generate_document(SPLIT_SEED_BASE["heldout"], 64_000)
+    for key, fact in doc.facts.items():
+        relation, _, index = key
+        if relation in ("residence", "employment", "owner"):
+            assert fact.change == (index > 0)
+            assert ("/ivp" in doc.shapes[key]) == (index == 0)
+        else:
+            assert not fact.change

@@ -20,7 +20,7 @@ from .document import (
 )
 from .facts import Distractor, Fact, person_key
 from .grammar import shape_counts
-from .reader import read_facts
+from .reader import read_aliases, read_facts
 from .render import Chapter
 from .seeds import SPLIT_SEED_BASE, split_of_seed
 from .splits import SPLIT_SIZES, build_split, split_seeds, split_tasks
@@ -69,6 +69,7 @@ __all__ = [
     "parse_question",
     "person_key",
     "propose_tasks",
+    "read_aliases",
     "read_facts",
     "shape_counts",
     "split_of_seed",

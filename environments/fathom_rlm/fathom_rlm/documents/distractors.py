@@ -15,7 +15,7 @@ import itertools
 from typing import TYPE_CHECKING
 
 from .filler import article, look_alike
-from .grammar import DISTRACTOR_WRAPPERS, NO_PLANNED, RELATION_SLOTS
+from .grammar import DISTRACTOR_WRAPPERS, NO_PLANNED, RELATION_SLOTS, TIMED
 from .world import ROLES
 
 if TYPE_CHECKING:
@@ -82,7 +82,9 @@ class DistractorMaker:
         relation = self._weighted(self.relations, self.relation_cum)
         if kind == "planned" and relation in NO_PLANNED:
             relation = "residence"
-        vp = r.pick(r.grammar.verb_phrases[relation])
+        # A third of the changing relations' distractors use the initial-state phrases.
+        initial = relation in TIMED and r.rnd() < 0.33
+        vp = r.pick(r.grammar.phrases(relation, initial))
         drawn = self.false_fields(relation)
         if drawn is None:
             return None
@@ -94,7 +96,7 @@ class DistractorMaker:
         if kind == "namesake":
             return self.namesake(unit, vp, sid, fields)
         prefix, suffix, form = wrapper = r.pick(r.grammar.wrappers[kind])
-        unit.shape = f"{relation}/vp{vp.index}/{kind}{DISTRACTOR_WRAPPERS[kind].index(wrapper)}"
+        unit.shape = f"{relation}/{vp.tag}/{kind}{DISTRACTOR_WRAPPERS[kind].index(wrapper)}"
         if "{X}" in prefix + suffix:
             claimant = self.claimant(sid if subject_slot == "S" else -1)
             unit.remote.extend(claimant.remote)
@@ -102,15 +104,14 @@ class DistractorMaker:
             suffix = suffix.replace("{X}", claimant.text)
         # No pronoun after a named claimant: "X told everyone that she ..." would be ambiguous.
         pronoun_ok = vp.subject_first and "{X}" not in wrapper[0]
-        ref = r.person_ref(sid, pronoun_ok) if subject_slot == "S" else None
-        if ref is not None:
-            fields["S"] = ref.text
+        if subject_slot == "S":
+            ref = r.person_ref(sid, pronoun_ok)
+        else:
+            ref = r.thing_ref(subject_slot, sid, pronoun_ok)
+        fields[subject_slot] = ref.text
         sentence, _ = r.compose(vp, form, fields, prefix, suffix)
-        if ref is None:
-            unit.text, unit.local = sentence, [(0, len(sentence))]
-            return unit
         remote = unit.remote
-        r.with_subject(unit, sid, ref, sentence)
+        r.with_subject(unit, subject_slot, sid, ref, sentence)
         unit.remote = remote + unit.remote
         return unit
 
@@ -146,7 +147,8 @@ class DistractorMaker:
         frame, f = r.frame()
         sentence, adv = r.compose(vp, "PAST", fields, frame)
         unit.text, unit.local, unit.subject = sentence, [(0, len(sentence))], name
-        unit.shape = f"{relation}/vp{vp.index}/frame{f}/{adv}"
+        unit.shape = f"{relation}/{vp.tag}/frame{f}/{adv}"
+        unit.change = relation in TIMED and not vp.initial
         return unit
 
     def false_fields(self, relation: str):

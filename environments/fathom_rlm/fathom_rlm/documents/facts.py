@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 Span = tuple[int, int]
 
@@ -16,7 +16,11 @@ class Fact:
     lowercase "the". ``detail`` is the bare role of an employment and the year of a birth or a
     founding. ``chapter``/``date`` come from the chapter heading above the sentence when that
     heading is part of the text read. ``spans`` are sorted (antecedent or alias introduction
-    first, the relation sentence last).
+    first, the relation sentence last). ``change`` is True for a move, a new post or a change of
+    hands, False for the state a changing relation starts in ("lived in") and for timeless
+    relations. ``resolved`` is False when the text read names the subject or value only by a
+    pronoun or alias whose antecedent or introduction is outside it: that field then holds the
+    surface as written, lowercased ("she", "it", "the lame fiddler").
     """
 
     relation: str
@@ -26,6 +30,8 @@ class Fact:
     chapter: int | None
     date: str | None
     spans: tuple[Span, ...]
+    change: bool = False
+    resolved: bool = True
 
     @property
     def sentence(self) -> Span:
@@ -35,9 +41,7 @@ class Fact:
     def shifted(self, offset: int) -> Fact:
         """The same fact with spans relative to a text starting at ``offset``."""
         spans = tuple((s - offset, e - offset) for s, e in self.spans)
-        return Fact(
-            self.relation, self.subject, self.value, self.detail, self.chapter, self.date, spans
-        )
+        return replace(self, spans=spans)
 
 
 @dataclass(frozen=True, slots=True)

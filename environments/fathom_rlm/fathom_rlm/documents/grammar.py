@@ -25,6 +25,7 @@ from .grammar_tables import (
     ASIDES,
     DISTRACTOR_WRAPPERS,
     FACT_FRAMES,
+    INITIAL_VERB_PHRASES,
     VERB_PHRASES,
 )
 from .seeds import split_of_seed
@@ -83,6 +84,12 @@ class VerbPhrase:
     base: str
     pp: str
     post: str
+    initial: bool = False  # an initial-state phrase ("lived in"), not a change ("moved to")
+
+    @property
+    def tag(self) -> str:
+        """Its part of a shape id: ``vp3`` (change or timeless fact) or ``ivp3`` (initial)."""
+        return f"ivp{self.index}" if self.initial else f"vp{self.index}"
 
     @property
     def is_be(self) -> bool:
@@ -90,8 +97,8 @@ class VerbPhrase:
 
     @property
     def subject_first(self) -> bool:
-        """The core opens with its person subject, so the subject may be a pronoun."""
-        return self.pre == "{S} "
+        """The core opens with the relation's subject, so the subject may be a pronoun."""
+        return self.pre == "{" + RELATION_SLOTS[self.relation][0] + "} "
 
     def verb(self, form: str) -> str:
         """The verb group for a form: PAST, NOT, NEVER, PLAN:<modal>, HYP:<modal>."""
@@ -111,15 +118,19 @@ class VerbPhrase:
         return tuple(_SLOT.findall(self.pre + self.post))
 
 
-def _parse_vp(relation: str, index: int, text: str) -> VerbPhrase:
+def _parse_vp(relation: str, index: int, text: str, initial: bool = False) -> VerbPhrase:
     m = _VP.match(text)
     if m is None:
         raise ValueError(f"verb phrase without [past/base/pp]: {text!r}")
-    return VerbPhrase(relation, index, m["pre"], m["past"], m["base"], m["pp"], m["post"])
+    return VerbPhrase(relation, index, m["pre"], m["past"], m["base"], m["pp"], m["post"], initial)
 
 
 ALL_VERB_PHRASES: dict[str, tuple[VerbPhrase, ...]] = {
     rel: tuple(_parse_vp(rel, i, t) for i, t in enumerate(ts)) for rel, ts in VERB_PHRASES.items()
+}
+ALL_INITIAL_PHRASES: dict[str, tuple[VerbPhrase, ...]] = {
+    rel: tuple(_parse_vp(rel, i, t, initial=True) for i, t in enumerate(ts))
+    for rel, ts in INITIAL_VERB_PHRASES.items()
 }
 
 
@@ -129,6 +140,7 @@ class SplitGrammar:
 
     split: str
     verb_phrases: dict[str, tuple[VerbPhrase, ...]]
+    initial_phrases: dict[str, tuple[VerbPhrase, ...]]  # residence, employment, owner
     frames: tuple[str, ...]  # "" first
     adverbials: tuple[str, ...]
     asides: tuple[str, ...]
@@ -144,31 +156,34 @@ class SplitGrammar:
             return "adv", self.adverbials, ADVERBIALS
         return "aside", self.asides, ASIDES
 
-    def fact_shapes(self, relation: str) -> list[str]:
+    def phrases(self, relation: str, initial: bool = False) -> tuple[VerbPhrase, ...]:
+        return self.initial_phrases[relation] if initial else self.verb_phrases[relation]
+
+    def fact_shapes(self, relation: str, initial: bool = False) -> list[str]:
         """Shape ids of plain statements: verb phrase x framing x adverbial placement (the
         front only without a framing)."""
         tag, mine, every = self.modifiers(relation)
         out = []
-        for vp in self.verb_phrases[relation]:
+        for vp in self.phrases(relation, initial):
             for frame in self.frames:
                 f = FACT_FRAMES.index(frame) if frame else -1
                 places = ("front", "end") if not frame else ("end",)
-                out.append(f"{relation}/vp{vp.index}/frame{f}/{tag}-none")
+                out.append(f"{relation}/{vp.tag}/frame{f}/{tag}-none")
                 for adv in mine:
                     a = every.index(adv)
-                    out.extend(f"{relation}/vp{vp.index}/frame{f}/{tag}-{p}{a}" for p in places)
+                    out.extend(f"{relation}/{vp.tag}/frame{f}/{tag}-{p}{a}" for p in places)
         return out
 
-    def distractor_shapes(self, relation: str) -> list[str]:
+    def distractor_shapes(self, relation: str, initial: bool = False) -> list[str]:
         """Shape ids of hard negatives: verb phrase x wrapper (namesakes use the fact shapes)."""
         out = []
-        for vp in self.verb_phrases[relation]:
+        for vp in self.phrases(relation, initial):
             for kind in self.distractor_kinds(relation):
                 if kind == "namesake":
                     continue
                 for prefix, suffix, form in self.wrappers[kind]:
                     w = DISTRACTOR_WRAPPERS[kind].index((prefix, suffix, form))
-                    out.append(f"{relation}/vp{vp.index}/{kind}{w}")
+                    out.append(f"{relation}/{vp.tag}/{kind}{w}")
         return out
 
 
@@ -179,6 +194,7 @@ def split_grammar(split: str) -> SplitGrammar:
     return SplitGrammar(
         split=split,
         verb_phrases={rel: deal(vps, split) for rel, vps in ALL_VERB_PHRASES.items()},
+        initial_phrases={rel: deal(vps, split) for rel, vps in ALL_INITIAL_PHRASES.items()},
         frames=("", *deal(FACT_FRAMES, split)),
         adverbials=deal(ADVERBIALS, split),
         asides=deal(ASIDES, split),
@@ -188,16 +204,24 @@ def split_grammar(split: str) -> SplitGrammar:
 
 
 def shape_counts() -> dict[str, dict[str, dict[str, int]]]:
-    """split -> relation -> {"fact": n, "distractor": n}, plus split -> "filler" -> kind -> n."""
+    """split -> relation -> {"fact": n, "distractor": n}, plus split -> "filler" -> kind -> n.
+
+    The initial states of residence, employment and ownership are counted under
+    ``"<relation> (initial)"``.
+    """
     from .filler import filler_shapes  # filler imports this module
 
     out: dict[str, dict[str, dict[str, int]]] = {}
     for split in SPLITS:
         g = split_grammar(split)
-        per = {
-            rel: {"fact": len(g.fact_shapes(rel)), "distractor": len(g.distractor_shapes(rel))}
-            for rel in RELATIONS
-        }
+        per = {}
+        for rel in RELATIONS:
+            for initial in (False, True) if rel in ALL_INITIAL_PHRASES else (False,):
+                name = f"{rel} (initial)" if initial else rel
+                per[name] = {
+                    "fact": len(g.fact_shapes(rel, initial)),
+                    "distractor": len(g.distractor_shapes(rel, initial)),
+                }
         per["filler"] = {}
         for shape in filler_shapes(split):
             kind = shape.split("/")[1]
@@ -213,7 +237,8 @@ def shape_ids(split: str) -> frozenset[str]:
     g = split_grammar(split)
     ids: set[str] = set(filler_shapes(split))
     for rel in RELATIONS:
-        ids.update(g.fact_shapes(rel))
-        ids.update(g.distractor_shapes(rel))
+        for initial in (False, True) if rel in ALL_INITIAL_PHRASES else (False,):
+            ids.update(g.fact_shapes(rel, initial))
+            ids.update(g.distractor_shapes(rel, initial))
     ids.update(f"intro/{ALIAS_INTROS.index(t)}" for t in g.intros)
     return frozenset(ids)

@@ -134,7 +134,48 @@ VERB_PHRASES: dict[str, tuple[str, ...]] = {
         "{O} [was/be/been] listed under mark {ID}",
         "the registry [recorded/record/recorded] {O} as {ID}",
         "{O} [was/be/been] stamped with mark {ID}",
-        "mark {ID} [belonged/belong/belonged] to {O}",
+        "mark {ID} [referred/refer/referred] to {O}",
+    ),
+}
+
+# The state a changing relation starts in (the first home, post or owner): state verbs, never
+# verbs of change, so "moved to" always means a move (arrivals are counted).
+INITIAL_VERB_PHRASES: dict[str, tuple[str, ...]] = {
+    "residence": (
+        "{S} [lived/live/lived] in {P}",
+        "{S} [kept/keep/kept] a house in {P}",
+        "{S} [was/be/been] then a resident of {P}",
+        "{S} [had/have/had] rooms above a shop in {P}",
+        "{S} [was/be/been] living at the edge of {P}",
+        "{S} [resided/reside/resided] in {P}",
+        "{P} [was/be/been] home to {S}",
+        "{S} [dwelt/dwell/dwelt] in {P}",
+        "{S} [was/be/been] a householder in {P}",
+        "{S} [lodged/lodge/lodged] with a family in {P}",
+    ),
+    "employment": (
+        "{S} [worked/work/worked] as {R} for {G}",
+        "{S} [was/be/been] {R} employed by {G}",
+        "{G} [employed/employ/employed] {S} as {R}",
+        "{S} [earned/earn/earned] a wage as {R} with {G}",
+        "{S} [had/have/had] a position as {R} at {G}",
+        "{S} [served/serve/served] {G} as {R}",
+        "{S} [was/be/been] on the books of {G} as {R}",
+        "{S} [made/make/made] a living as {R} for {G}",
+        "{G} [kept/keep/kept] {S} on as {R}",
+        "{S} [laboured/labour/laboured] as {R} for {G}",
+    ),
+    "owner": (
+        "{O} [belonged/belong/belonged] to {Y}",
+        "{Y} [owned/own/owned] {O}",
+        "{O} [was/be/been] in the keeping of {Y}",
+        "{Y} [kept/keep/kept] {O} in a locked chest",
+        "{O} [sat/sit/sat] among the possessions of {Y}",
+        "{Y} [possessed/possess/possessed] {O}",
+        "{O} [rested/rest/rested] under the roof of {Y}",
+        "{Y} [held/hold/held] {O}",
+        "{O} [stood/stand/stood] in the parlour of {Y}",
+        "{Y} [treasured/treasure/treasured] {O}",
     ),
 }
 

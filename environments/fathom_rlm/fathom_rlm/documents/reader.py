@@ -7,23 +7,25 @@ its prefix is a plain framing (or absent), it has no distractor suffix and its v
 simple past: negated, planned, hypothetical, rumoured, corrected and quoted sentences yield
 nothing. A pronoun subject is resolved from the antecedent sentence right before it, an alias
 from its introduction earlier in the same text; when that sentence is not part of the text, the
-fact is not readable and is not returned.
+fact is returned with ``resolved=False`` and the pronoun or alias as written.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+from dataclasses import replace
 from functools import lru_cache
 
 from .facts import Fact, Span
-from .filler import ACTIVITIES
+from .filler import ACTIVITIES, FILLER
 from .grammar import (
     ADVERBIALS,
     DISTRACTOR_WRAPPERS,
     PERSON_SLOTS,
     RELATION_SLOTS,
     SPLITS,
+    TIMED,
     VerbPhrase,
     deal,
     split_grammar,
@@ -42,12 +44,14 @@ _ALIAS = (
     rf"|{_alt(n[4:] for n in NICKNAMES)}))"
 )
 _PRONOUN = r"(?:[Ss]he|[Hh]e)"
+_ORGANISATION = rf"[Tt]he [A-Z][a-z]+ (?:{_alt(ORG_KINDS)})"
+_ARTEFACT = rf"[Tt]he [A-Z][a-z]+ (?:{_alt(THINGS)})"
 SLOT_PATTERNS = {
     "S": rf"(?:{_NAME}|{_ALIAS}|{_PRONOUN})",
     "P": r"[A-Z][a-z]+",
-    "G": rf"[Tt]he [A-Z][a-z]+ (?:{_alt(ORG_KINDS)})",
+    "G": rf"(?:{_ORGANISATION}|[Ii]t)",
     "R": rf"an? (?:{_alt(ROLES)})",
-    "O": rf"[Tt]he [A-Z][a-z]+ (?:{_alt(THINGS)})",
+    "O": rf"(?:{_ARTEFACT}|[Ii]t)",
     "ID": r"[A-Z]{2}-\d{4}",
     "Y4": r"\d{4}",
 }
@@ -107,7 +111,13 @@ class _Compiled:
 
     def __init__(self, splits: tuple[str, ...]) -> None:
         grammars = [split_grammar(split) for split in splits]
-        self.vps = [vp for g in grammars for group in g.verb_phrases.values() for vp in group]
+        self.vps = [
+            vp
+            for g in grammars
+            for table in (g.verb_phrases, g.initial_phrases)
+            for group in table.values()
+            for vp in group
+        ]
         frames = [f for g in grammars for f in g.frames if f]
         wrappers = [w for g in grammars for ws in g.wrappers.values() for w in ws]
         self.fact_prefixes = frozenset(f.lower() for f in frames)
@@ -117,7 +127,17 @@ class _Compiled:
         alts = [_template_regex(t.replace("{S}", "{N}"), named=False) for t in activities]
         # One capturing group per alternative for the person: every activity names them once.
         alts = [a.replace(f"(?:{_NAME})", f"({_NAME})", 1) for a in alts]
-        self.antecedents = re.compile("|".join(f"(?:{a})" for a in alts))
+        self.antecedents = {"S": re.compile("|".join(f"(?:{a})" for a in alts))}
+        # Objects and organisations: a filler sentence naming only that one thing.
+        for slot, kind, pattern in (("O", "object", _ARTEFACT), ("G", "org", _ORGANISATION)):
+            templates = [t for split in splits for t in deal(FILLER[kind], split)]
+            regexes = [
+                _template_regex(t, named=False).replace(
+                    f"(?:{SLOT_PATTERNS[slot]})", f"({pattern})"
+                )
+                for t in templates
+            ]
+            self.antecedents[slot] = re.compile("|".join(f"(?:{r})" for r in regexes))
         intros = [t for g in grammars for t in g.intros]
         self.intros = [re.compile(_template_regex(t) + r"\.") for t in intros]
 
@@ -157,11 +177,13 @@ class _Compiled:
             rf"(?: (?:{adv})|, (?:{aside}))?(?:(?P<suf>{suf}))?\."
         )
 
-    def antecedent_name(self, sentence: str) -> str | None:
-        m = self.antecedents.fullmatch(sentence)
+    def antecedent_name(self, slot: str, sentence: str) -> str | None:
+        """Who or what ``sentence`` names, when it is an antecedent for a ``slot`` pronoun."""
+        m = self.antecedents["S" if slot in PERSON_SLOTS else slot].fullmatch(sentence)
         if m is None:
             return None
-        return next(g for g in m.groups() if g is not None)
+        name = next(g for g in m.groups() if g is not None)
+        return name if slot in PERSON_SLOTS else _norm_alias(name)
 
 
 @lru_cache(maxsize=4)
@@ -169,8 +191,9 @@ def _compiled(splits: tuple[str, ...]) -> _Compiled:
     return _Compiled(splits)
 
 
-def _norm_alias(alias: str) -> str:
-    return "the" + alias[3:]
+def _norm_alias(surface: str) -> str:
+    """First letter lowercased: "The Heron" -> "the Heron", "She" -> "she"."""
+    return surface[:1].lower() + surface[1:]
 
 
 def read_facts(text: str, *, splits: tuple[str, ...] = SPLITS) -> list[Fact]:
@@ -198,15 +221,7 @@ def read_facts(text: str, *, splits: tuple[str, ...] = SPLITS) -> list[Fact]:
             if fact is not None:
                 i = bisect.bisect_right(header_starts, start) - 1
                 if i >= 0 and headers[i][1] <= start:
-                    fact = Fact(
-                        fact.relation,
-                        fact.subject,
-                        fact.value,
-                        fact.detail,
-                        headers[i][2],
-                        headers[i][3],
-                        fact.spans,
-                    )
+                    fact = replace(fact, chapter=headers[i][2], date=headers[i][3])
                 facts.append(fact)
         prev = (end, sentence)
     return facts
@@ -250,31 +265,35 @@ def _read_sentence(
     return None
 
 
-def _resolve(grammar: _Compiled, vp, m, span, antecedent, aliases) -> Fact | None:
+def _resolve(grammar: _Compiled, vp, m, span, antecedent, aliases) -> Fact:
+    """The fact of a matched statement, with pronouns and aliases resolved where the text
+    allows (else ``resolved=False`` and the surface as written)."""
     subject_slot, value_slot, detail_slot = RELATION_SLOTS[vp.relation]
     spans: list[Span] = [span]
     surfaces: dict[str, str] = {}
+    resolved = True
     for slot in (subject_slot, value_slot):
         text = m[slot]
-        if slot in PERSON_SLOTS:
-            low = text.lower()
-            if low in ("she", "he"):
-                if slot != "S" or antecedent is None:
-                    return None
-                name = grammar.antecedent_name(antecedent[0])
-                if name is None:
-                    return None
-                spans.append(antecedent[1])
-                text = name
-            elif low.startswith("the "):
-                known = aliases.get(_norm_alias(text))
-                if known is None:
-                    return None
-                text = known[0]
-                spans.append(known[1])
-        elif slot in ("G", "O"):
-            text = _norm_alias(text)
-        surfaces[slot] = text
+        low = text.lower()
+        known: tuple[str, Span] | None = None
+        if low in ("she", "he", "it"):
+            if antecedent is not None and slot == subject_slot:
+                name = grammar.antecedent_name(slot, antecedent[0])
+                known = None if name is None else (name, antecedent[1])
+        elif slot in PERSON_SLOTS and low.startswith("the "):
+            known = aliases.get(_norm_alias(text))
+        elif slot not in ("G", "O"):
+            surfaces[slot] = text
+            continue
+        else:
+            surfaces[slot] = _norm_alias(text)
+            continue
+        if known is None:
+            resolved = False
+            surfaces[slot] = _norm_alias(text)
+        else:
+            surfaces[slot] = known[0]
+            spans.append(known[1])
     detail = m[detail_slot] if detail_slot else None
     if detail_slot == "R":
         detail = detail.split(" ", 1)[1]
@@ -286,4 +305,18 @@ def _resolve(grammar: _Compiled, vp, m, span, antecedent, aliases) -> Fact | Non
         None,
         None,
         tuple(sorted(set(spans))),
+        change=vp.relation in TIMED and not vp.initial,
+        resolved=resolved,
     )
+
+
+def read_aliases(text: str, *, splits: tuple[str, ...] = SPLITS) -> list[tuple[str, str, Span]]:
+    """Every alias introduction in ``text``: (full name, alias with a lowercase "the", span of
+    the introducing sentence), in text order."""
+    grammar = _compiled(tuple(splits))
+    out = []
+    for m in _SENTENCE.finditer(text):
+        intro = _read_intro(grammar, m.group())
+        if intro is not None:
+            out.append((intro[0], _norm_alias(intro[1]), (m.start(), m.end())))
+    return out

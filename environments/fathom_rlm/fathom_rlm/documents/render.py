@@ -34,6 +34,7 @@ from .grammar import (
     ALIAS_INTROS,
     FACT_FRAMES,
     RELATION_SLOTS,
+    TIMED,
     VerbPhrase,
     deal,
     split_grammar,
@@ -82,6 +83,7 @@ class Unit:
     shape: str = ""
     form: str = "name"
     key: tuple[str, int, int] | None = None
+    change: bool = False  # a move, new post or change of hands (not an initial state)
     person: int = -1  # intro: whose alias
     namesake: bool = False
 
@@ -189,7 +191,7 @@ class Renderer:
         """A sentence from a core and its wrapper, with a drawn adverbial (a time adverbial,
         or an aside for a timeless relation); and the adverbial part of its shape id
         (``adv-none``, ``adv-front3``, ``aside-end7``)."""
-        core = self.vp_templates[(vp.relation, vp.index, form)] % fields
+        core = self.vp_templates[(vp.relation, vp.initial, vp.index, form)] % fields
         tag, mine, every = self.modifiers[vp.relation]
         r = self.rnd()
         if r < 0.45:
@@ -209,15 +211,29 @@ class Renderer:
         f = frames[1 + int(self.rnd() * (len(frames) - 1))]
         return f, FACT_FRAMES.index(f)
 
-    def antecedent(self, pid: int) -> tuple[str, str]:
-        """A sentence naming only this person, before a pronoun; and the name it uses."""
-        fields = self.person_fields[pid][self.rnd() >= 0.65]
-        return self.pick(self.tables["activity"]) % fields, fields["S"]
+    def antecedent(self, slot: str, sid: int) -> tuple[str, str]:
+        """A sentence naming only this person (or object, organisation) before a pronoun that
+        refers to it; and the name it uses."""
+        if slot == "S":
+            fields = self.person_fields[sid][self.rnd() >= 0.65]
+            return self.pick(self.tables["activity"]) % fields, fields["S"]
+        if slot == "O":
+            name = self.art_names[sid]
+            return _cap(self.pick(self.tables["object"]) % {"O": name}), name
+        name = self.org_names[sid]
+        return _cap(self.pick(self.tables["org"]) % {"G": name}), name
 
-    def with_subject(self, unit: Unit, pid: int, ref: Ref, sentence: str) -> Unit:
+    def thing_ref(self, slot: str, sid: int, pronoun_ok: bool) -> Ref:
+        """An object or organisation as a subject: "it" after an antecedent, or its name."""
+        name = self.art_names[sid] if slot == "O" else self.org_names[sid]
+        if pronoun_ok and self.rnd() < 0.4:
+            return Ref("it", "", "pronoun")
+        return Ref(name, name, "name")
+
+    def with_subject(self, unit: Unit, slot: str, sid: int, ref: Ref, sentence: str) -> Unit:
         """Fill ``unit`` with the sentence and, for a pronoun, the antecedent before it."""
         if ref.form == "pronoun":
-            lead, name = self.antecedent(pid)
+            lead, name = self.antecedent(slot, sid)
             unit.text = lead + " " + sentence
             unit.local = [(0, len(lead)), (len(lead) + 1, len(unit.text))]
             unit.subject = name
@@ -232,21 +248,21 @@ class Renderer:
     # ------------------------------------------------------------------------------ needles
     def needle(self, ev: Event) -> Unit:
         """Render one event as a fact unit."""
-        relation, subject_slot, fields, value, detail, refs = self.event_fields(ev)
-        vp = self.pick(self.grammar.verb_phrases[relation])
+        relation, slot, fields, value, detail, refs = self.event_fields(ev)
+        initial = ev.index == 0 and relation in TIMED
+        vp = self.pick(self.grammar.phrases(relation, initial))
         sid = ev.subject
-        person_subject = subject_slot == "S"
-        ref = self.person_ref(sid, vp.subject_first) if person_subject else None
-        if ref is not None:
-            fields["S"] = ref.text
+        if slot == "S":
+            ref = self.person_ref(sid, vp.subject_first)
+        else:
+            ref = self.thing_ref(slot, sid, vp.subject_first)
+        fields[slot] = ref.text
         frame, f = self.frame()
         sentence, adv = self.compose(vp, "PAST", fields, frame)
-        unit = Unit("", "fact", relation, fields.get(subject_slot, ""), value, detail, key=ev.key)
-        unit.shape = f"{relation}/vp{vp.index}/frame{f}/{adv}"
-        if ref is not None:
-            self.with_subject(unit, sid, ref, sentence)
-        else:
-            unit.text, unit.local = sentence, [(0, len(sentence))]
+        unit = Unit("", "fact", relation, "", value, detail, key=ev.key)
+        unit.change = relation in TIMED and not initial
+        unit.shape = f"{relation}/{vp.tag}/frame{f}/{adv}"
+        self.with_subject(unit, slot, sid, ref, sentence)
         for other in refs:
             unit.remote.extend(other.remote)
         return unit
@@ -420,7 +436,7 @@ class Renderer:
         if u.kind == "intro":
             self.alias_span[u.person] = spans[0]
             return
-        fact = Fact(u.relation, u.subject, u.value, u.detail, number, date, spans)
+        fact = Fact(u.relation, u.subject, u.value, u.detail, number, date, spans, u.change)
         if u.kind == "fact":
             out.facts[u.key] = fact
             out.forms[u.key] = u.form
@@ -433,11 +449,13 @@ class Renderer:
 
 
 @cache
-def _core_templates(split: str) -> dict[tuple[str, int, str], str]:
-    """(relation, verb phrase index, verb form) -> %-template of the core, for one split."""
+def _core_templates(split: str) -> dict[tuple[str, bool, int, str], str]:
+    """(relation, initial, verb phrase index, verb form) -> %-template of the core."""
+    g = split_grammar(split)
     return {
-        (vp.relation, vp.index, form): to_mapping(vp.core(form))
-        for vps in split_grammar(split).verb_phrases.values()
+        (vp.relation, vp.initial, vp.index, form): to_mapping(vp.core(form))
+        for table in (g.verb_phrases, g.initial_phrases)
+        for vps in table.values()
         for vp in vps
         for form in _FORMS
     }
