@@ -149,10 +149,14 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
         return NOT_FOUND
     if intent.family == "aggregation":
         return str(answering.count_from_facts(intent, documents.read_facts(text)))
-    # One text, passed-down quotes first: facts keep story order and spans stay comparable.
+    # One text: every alias introduction first (an alias is read only after it was introduced,
+    # and a passed-down quote may use an alias this text introduces), then the passed-down
+    # quotes, then its own text; facts keep story order and spans stay comparable.
     passed = _known_text(known)
-    offset = len(passed) + 2 if passed else 0
-    whole = f"{passed}\n\n{text}" if passed else text
+    intros = " ".join(sentence for _, _, sentence in _alias_intros(f"{passed}\n\n{text}"))
+    head = "\n\n".join(part for part in (intros, passed) if part)
+    offset = len(head) + 2 if head else 0
+    whole = f"{head}\n\n{text}" if head else text
     facts = documents.read_facts(whole) if whole.strip() else []
     answer = answering.answer_from_facts(intent, facts)
     if answer and (complete or intent.family not in _SETTLED_ONLY_WHEN_COMPLETE):
