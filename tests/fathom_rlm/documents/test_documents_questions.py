@@ -128,14 +128,26 @@ def test_aggregation_runs_need_more_than_eight_slices_and_fit_the_budget():
 
 def test_counts_are_not_predictable_from_the_question():
     """Cross-validated mode accuracy of the count per bucket of visible features stays <= 0.10
-    on train questions (aggregation only, to have enough rows for a stable estimate)."""
+    on train questions (aggregation only, to have enough rows for a stable estimate), and no
+    count is more common than 10% in the train split itself."""
     rows = [
         task.row(doc)
         for doc, task in split_tasks(
             "train", 600, doc_tokens=200_000, family_mix={"aggregation": 1.0}
         )
     ]
-    results = report(count_rows(rows))
-    for name, entry in results.items():
+    for name, entry in report(count_rows(rows)).items():
         assert entry["loo"] <= 0.10, (name, entry)
         assert entry["top_share"] <= 0.10, (name, entry)
+    split_counts = count_rows([task.row(doc) for doc, task in split_tasks("train")])
+    assert len(split_counts) >= 100
+    assert report(split_counts)["relation"]["top_share"] <= 0.10
+
+
+def test_counts_are_dealt_evenly_over_a_split():
+    from fathom_rlm.documents.tasks.make import balanced_count
+
+    for position in (0, 1):
+        dealt = [balanced_count(1_000_000 + i, position, 15) for i in range(30)]
+        assert sorted(dealt) == sorted(list(range(1, 16)) * 2)
+    assert balanced_count(2_000_000, 0, 15) in range(1, 16)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from ..document import GENERATOR_VERSION, Document
+from ..seeds import SPLIT_SEED_BASE, split_of_seed
 from .builder import TaskBuilder
 from .core import DEFAULT_FAMILY_MIX, Task, check_task
 from .counting import aggregation, comparison, count_max
@@ -113,9 +114,13 @@ def fill(
     while got < want and attempts < limit:
         attempts += 1
         if family == "aggregation":
-            # The count is fixed first (uniform over 1..top) and then searched for, so the
-            # answer is flat and independent of the chapter run the question shows.
-            if target == 0 or tries >= TARGET_TRIES:
+            # The count is fixed first and then searched for, so the answer is independent of
+            # the chapter run the question shows: dealt from a balanced deck across the
+            # split's documents, or drawn uniformly once the dealt count proved absent here.
+            if target == 0:
+                position = sum(1 for t in out if t.family == family)
+                target, tries = balanced_count(builder.doc.seed, position, top), 0
+            elif tries >= TARGET_TRIES:
                 target, tries = 1 + int(rng.random() * top), 0
             tries += 1
             task = aggregation(builder, rng, target)
@@ -135,6 +140,21 @@ def fill(
         got += 1
         target = 0
     return got
+
+
+def balanced_count(seed: int, position: int, top: int) -> int:
+    """The count dealt to the question at ``position`` among a document's questions.
+
+    Each position has its own deck per block of ``top`` consecutive documents of a split: a
+    shuffle of 1..top, one card per document. Over a split every count then appears almost
+    equally often, instead of the uneven tallies of independent draws on ~150 questions.
+    """
+    split = split_of_seed(seed)
+    index = seed - SPLIT_SEED_BASE[split] if split is not None else seed
+    block, card = divmod(index, top)
+    deck = list(range(1, top + 1))
+    random.Random(f"{GENERATOR_VERSION}:counts:{split}:{position}:{block}").shuffle(deck)
+    return deck[card]
 
 
 def propose_tasks(document: Document, family: str, n: int, rng_seed: int = 0) -> list[Task]:

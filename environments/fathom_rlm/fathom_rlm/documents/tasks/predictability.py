@@ -13,6 +13,7 @@ Run: ``python -m fathom_rlm.documents.tasks.predictability --split train``
 from __future__ import annotations
 
 import argparse
+import random
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Sequence
 
@@ -109,14 +110,32 @@ def count_rows(rows: Sequence[dict]) -> list[Row]:
     ]
 
 
-def report(train: Sequence[Row], held: Sequence[Row] = ()) -> dict[str, dict[str, float]]:
+def null_quantile(items: Sequence[tuple[Hashable, str]], rounds: int, q: float = 0.95) -> float:
+    """The ``q`` quantile of the leave-one-out accuracy after shuffling the values over the
+    buckets ``rounds`` times: what chance alone reaches on this many rows."""
+    rng = random.Random(0)
+    values = [v for _, v in items]
+    scores = []
+    for _ in range(rounds):
+        rng.shuffle(values)
+        scores.append(loo_mode_accuracy([(b, v) for (b, _), v in zip(items, values, strict=True)]))
+    scores.sort()
+    return scores[min(len(scores) - 1, int(q * len(scores)))]
+
+
+def report(
+    train: Sequence[Row], held: Sequence[Row] = (), null_rounds: int = 0
+) -> dict[str, dict[str, float]]:
     """Per feature set: leave-one-out mode accuracy on ``train``, the fitted mode's accuracy on
-    ``held`` (when given), and the largest share of one count in the whole of ``train``."""
+    ``held`` (when given), the largest share of one count in the whole of ``train``, and (with
+    ``null_rounds``) the 95% quantile of the leave-one-out accuracy with shuffled counts."""
     out: dict[str, dict[str, float]] = {}
     top_share = max(Counter(v for *_, v in train).values()) / len(train)
     for name, features in FEATURE_SETS.items():
         items = [(features(x, q, t), v) for x, q, t, v in train]
         entry = {"loo": loo_mode_accuracy(items), "top_share": top_share}
+        if null_rounds:
+            entry["null95"] = null_quantile(items, null_rounds)
         if held:
             entry["transfer"] = transfer_mode_accuracy(
                 items, [(features(x, q, t), v) for x, q, t, v in held]
@@ -137,6 +156,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--held", default="eval", help="split to test the fitted modes on")
     parser.add_argument("--held-n", type=int, default=None, help="rows of the held split")
+    parser.add_argument(
+        "--null", type=int, default=0, help="shuffles for the chance level (0: skip)"
+    )
     args = parser.parse_args(argv)
     mix = {"aggregation": 1.0} if args.aggregation_only else None
     rows = build_split(args.split, args.n, doc_tokens=args.doc_tokens, family_mix=mix)
@@ -144,13 +166,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     train, held = count_rows(rows), count_rows(held_rows)
     print(f"{args.split}: {len(train)} aggregation rows; {args.held}: {len(held)}")
     print(f"counts: {sorted(Counter(int(v) for *_, v in train).items())}")
-    print("| visible features | leave-one-out mode accuracy | fitted mode on held | top share |")
-    print("|---|---:|---:|---:|")
-    for name, entry in report(train, held).items():
-        print(
-            f"| {name} | {entry['loo']:.3f} | {entry.get('transfer', float('nan')):.3f} "
-            f"| {entry['top_share']:.3f} |"
-        )
+    print(
+        "| visible features | leave-one-out mode accuracy | chance 95% (shuffled) "
+        f"| fitted on train, scored on {args.held} | top share |"
+    )
+    print("|---|---:|---:|---:|---:|")
+    for name, entry in report(train, held, args.null).items():
+        cells = [entry.get(k) for k in ("loo", "null95", "transfer", "top_share")]
+        shown = " | ".join("-" if c is None else f"{c:.3f}" for c in cells)
+        print(f"| {name} | {shown} |")
     return 0
 
 
