@@ -60,6 +60,10 @@ class DistractorMaker:
         self.lived_in = [{pl for _, pl in p.residence} | {p.birthplace} for p in w.people]
         self.worked_for = [{g for _, g, _ in p.employment} for p in w.people]
         self.owned_by = [{o for _, o in a.owners} for a in w.artefacts]
+        self.wrapper_index = {w: i for ws in DISTRACTOR_WRAPPERS.values() for i, w in enumerate(ws)}
+        from .render import Unit  # render imports this module
+
+        self.unit_class = Unit
 
     def _weighted(self, items: list[str], cum: list[float]) -> str:
         return items[min(len(items) - 1, bisect.bisect_right(cum, self.r.rnd() * cum[-1]))]
@@ -75,9 +79,7 @@ class DistractorMaker:
 
     def one(self) -> Unit | None:
         """One distractor, or None when the drawn subject has no false value to offer."""
-        from .render import Unit
-
-        r = self.r
+        r, Unit = self.r, self.unit_class
         kind = self._weighted(self.kinds, self.kind_cum)
         relation = self._weighted(self.relations, self.relation_cum)
         if kind == "planned" and relation in NO_PLANNED:
@@ -96,7 +98,7 @@ class DistractorMaker:
         if kind == "namesake":
             return self.namesake(unit, vp, sid, fields)
         prefix, suffix, form = wrapper = r.pick(r.grammar.wrappers[kind])
-        unit.shape = f"{relation}/{vp.tag}/{kind}{DISTRACTOR_WRAPPERS[kind].index(wrapper)}"
+        unit.shape = f"{relation}/{vp.tag}/{kind}{self.wrapper_index[wrapper]}"
         if "{X}" in prefix + suffix:
             claimant = self.claimant(sid if subject_slot == "S" else -1)
             unit.remote.extend(claimant.remote)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 from .grammar_tables import (
     ADVERBIALS,
@@ -86,7 +86,7 @@ class VerbPhrase:
     post: str
     initial: bool = False  # an initial-state phrase ("lived in"), not a change ("moved to")
 
-    @property
+    @cached_property
     def tag(self) -> str:
         """Its part of a shape id: ``vp3`` (change or timeless fact) or ``ivp3`` (initial)."""
         return f"ivp{self.index}" if self.initial else f"vp{self.index}"
@@ -95,7 +95,7 @@ class VerbPhrase:
     def is_be(self) -> bool:
         return self.base == "be"
 
-    @property
+    @cached_property
     def subject_first(self) -> bool:
         """The core opens with the relation's subject, so the subject may be a pronoun."""
         return self.pre == "{" + RELATION_SLOTS[self.relation][0] + "} "

@@ -149,7 +149,12 @@ class Renderer:
         self.titles = deal(TITLE_PATTERNS, split)
         self.intros = tuple((to_mapping(t), ALIAS_INTROS.index(t)) for t in self.grammar.intros)
         self.vp_templates = _core_templates(split)
-        self.modifiers = {rel: self.grammar.modifiers(rel) for rel in RELATION_SLOTS}
+        # relation -> (shape tag, [(adverbial, its sentence-initial form, table index)], joint)
+        self.modifiers = {}
+        for rel in RELATION_SLOTS:
+            tag, mine, every = self.grammar.modifiers(rel)
+            phrases = [(a, _cap(a) + ", ", every.index(a)) for a in mine]
+            self.modifiers[rel] = (tag, phrases, " " if tag == "adv" else ", ")
         kinds = list(FILLER_WEIGHTS)
         self.filler_cum = list(itertools.accumulate(FILLER_WEIGHTS[k] for k in kinds))
         fns = filler_functions(self, split)
@@ -192,15 +197,13 @@ class Renderer:
         or an aside for a timeless relation); and the adverbial part of its shape id
         (``adv-none``, ``adv-front3``, ``aside-end7``)."""
         core = self.vp_templates[(vp.relation, vp.initial, vp.index, form)] % fields
-        tag, mine, every = self.modifiers[vp.relation]
+        tag, phrases, joint = self.modifiers[vp.relation]
         r = self.rnd()
         if r < 0.45:
             return _cap(prefix + core + suffix) + ".", tag + "-none"
-        adv = mine[int(self.rnd() * len(mine))]
-        a = every.index(adv)
+        adv, front, a = phrases[int(self.rnd() * len(phrases))]
         if not prefix and r < 0.7:
-            return _cap(adv) + ", " + core + suffix + ".", f"{tag}-front{a}"
-        joint = " " if tag == "adv" else ", "
+            return front + core + suffix + ".", f"{tag}-front{a}"
         return _cap(prefix + core + joint + adv + suffix) + ".", f"{tag}-end{a}"
 
     def frame(self) -> tuple[str, int]:
@@ -226,7 +229,7 @@ class Renderer:
     def thing_ref(self, slot: str, sid: int, pronoun_ok: bool) -> Ref:
         """An object or organisation as a subject: "it" after an antecedent, or its name."""
         name = self.art_names[sid] if slot == "O" else self.org_names[sid]
-        if pronoun_ok and self.rnd() < 0.4:
+        if pronoun_ok and self.rnd() < 0.5:
             return Ref("it", "", "pronoun")
         return Ref(name, name, "name")
 
@@ -436,13 +439,15 @@ class Renderer:
         if u.kind == "intro":
             self.alias_span[u.person] = spans[0]
             return
-        fact = Fact(u.relation, u.subject, u.value, u.detail, number, date, spans, u.change)
-        if u.kind == "fact":
-            out.facts[u.key] = fact
-            out.forms[u.key] = u.form
-            out.shapes[u.key] = u.shape
-            return
-        read = fact if u.kind == "namesake" else None
+        kind = u.kind
+        if kind == "fact" or kind == "namesake":
+            fact = Fact(u.relation, u.subject, u.value, u.detail, number, date, spans, u.change)
+            if kind == "fact":
+                out.facts[u.key] = fact
+                out.forms[u.key] = u.form
+                out.shapes[u.key] = u.shape
+                return
+        read = fact if kind == "namesake" else None
         out.distractors.append(
             Distractor(u.kind, u.relation, u.subject, u.value, u.shape, spans, read)
         )
