@@ -99,8 +99,9 @@ def search_read(
         ]
         return _message(calls=[("repl", {"code": c}) for c in codes])
     terms = (first_terms or search_terms(question))[:_CALLS_PER_TURN] if not totals else []
-    if result is not None and result.next_name:
-        terms = [t for t in name_terms(result.next_name) if t not in totals][:1]
+    if result is not None and result.next_names:
+        leads = [t for name in result.next_names for t in name_terms(name)]
+        terms = [t for t in leads if t not in totals][:1]
     if not terms:
         concluded = parse_sub_answer(read_slice(question, read, complete=True))
         return policy.final(view, concluded.final or GIVE_UP)

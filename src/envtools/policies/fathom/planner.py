@@ -162,8 +162,7 @@ def _read_cell_state(output: str) -> _ReadCell:
         if sub.final:
             cell.finals.append(sub.final)
         cell.quotes += sub.quotes
-        if sub.next_name:
-            cell.next_names.append(sub.next_name)
+        cell.next_names += sub.next_names
     return cell
 
 

@@ -54,17 +54,9 @@ def split_prompt(prompt: str) -> tuple[str, str]:
     return head.strip(), known
 
 
-def _prefix(flags: list[bool]) -> int:
-    n = 0
-    while n < len(flags) and flags[n]:
-        n += 1
-    return n
-
-
-def _partial(quotes: list[str], next_name: str | None) -> str:
+def _partial(quotes: list[str], next_names: list[str]) -> str:
     parts = [PARTIAL]
-    if next_name:
-        parts.append(f"next: {next_name}")
+    parts += [f"next: {name}" for name in next_names]
     parts.append("evidence: " + " || ".join(quotes))
     return " | ".join(parts)
 
@@ -74,7 +66,8 @@ class SubAnswer:
     """A sub-call's reply as the root understands it."""
 
     final: str | None = None
-    next_name: str | None = None
+    next_names: list[str] = field(default_factory=list)
+    """Leads, best first: a chain's next person, an alias of a name being followed."""
     quotes: list[str] = field(default_factory=list)
 
 
@@ -87,7 +80,7 @@ def parse_sub_answer(text: str) -> SubAnswer:
     out = SubAnswer()
     for part in text.split(" | ")[1:]:
         if part.startswith("next: "):
-            out.next_name = part[len("next: ") :].strip()
+            out.next_names.append(part[len("next: ") :].strip())
         elif part.startswith("evidence: "):
             out.quotes = [q for q in part[len("evidence: ") :].split(" || ") if q]
     return out

@@ -72,8 +72,11 @@ def reads_whole_history(question: str) -> bool:
 
 
 def _key(name: str) -> str:
-    """A person, object or organisation by its distinctive word (family names are unique)."""
-    words = [w for w in name.split() if w.lower() != "the"]
+    """A person by family name (unique within a world), an object or organisation ("the ...")
+    by its whole name."""
+    words = name.split()
+    if words and words[0].lower() == "the":
+        return " ".join(words[1:]).lower()
     return words[-1].lower() if words else ""
 
 
@@ -171,6 +174,15 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
     names = asked | ({_key(next_name)} if next_name else set())
     names.discard("")
     relations = _relations(answering, intent.relation)
+    # Follow the chain through the facts at hand: a fact about a followed name makes its value
+    # a followed name too (the maker of the object, then the maker's teacher, ...).
+    for _ in range(3):
+        grown = names | {
+            _key(f.value) for f in facts if f.relation in relations and _key(f.subject) in names
+        }
+        if grown == names:
+            break
+        names = grown
     quotes: list[str] = []
     for fact in facts:
         if fact.spans[-1][0] < offset or not _relevant(fact, names, relations, intent.token):
@@ -183,18 +195,18 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
             if start >= offset and quote and quote not in quotes and quote not in passed:
                 quotes.append(quote)
     # An alias of a name it is looking for, and found no fact about, is a lead too: the caller
-    # searches it next. It beats a next name whose alias this very text introduces (the name
-    # itself is already here, so searching it again finds nothing new).
+    # searches whichever lead it has not searched yet.
     covered = {_key(f.subject) for f in facts if _relevant(f, names, relations, intent.token)}
     if intent.family in _SETTLED_ONLY_WHEN_COMPLETE:
         covered = set()  # a history needs the facts stated under every name
-    for alias, sentence, owner in _aliases(text, names - covered):
+    leads = [next_name] if next_name else []
+    for alias, sentence, _owner in _aliases(text, names - covered):
         quote = " ".join(sentence.split())
         if quote in passed:
             continue
         quotes.append(quote)
-        if next_name is None or _key(next_name) == owner:
-            next_name = alias
-    if not quotes and not next_name:
+        if alias not in leads:
+            leads.append(alias)
+    if not quotes and not leads:
         return NOT_FOUND
-    return _partial(quotes, next_name)
+    return _partial(quotes, leads)
