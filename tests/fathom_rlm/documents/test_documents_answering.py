@@ -89,3 +89,16 @@ def test_counts_respect_the_chapter_range(questions):
     assert count_from_facts(intent, outside) == 0
     with pytest.raises(ValueError):
         count_from_facts(parse_question("Who was Vorold Bidishold's teacher?"), facts)
+
+
+@pytest.mark.parametrize("split", ["train", "eval", "heldout"])
+def test_reading_the_whole_run_gives_the_count(split):
+    """What a reader of the counted chapters alone finds is the gold: no namesake arrival, no
+    initial state and no hard negative in the run changes the count."""
+    from fathom_rlm.documents import read_facts, split_tasks
+
+    pairs = split_tasks(split, 20, doc_tokens=200_000, family_mix={"aggregation": 1.0})
+    for doc, task in pairs:
+        start, end = task.region
+        intent = parse_question(task.question)
+        assert count_from_facts(intent, read_facts(doc.text[start:end])) == int(task.answer)

@@ -53,6 +53,13 @@ class ArrivalIndex:
             for i in range(1, len(p.residence)):
                 t, place = p.residence[i]
                 self.by_chapter[min(int(t), n - 1)].append((place, p.id, i))
+        # Where the text says a namesake (a name one edit away from a real person, who is no one
+        # in the world) moved to a town: a reader of the run alone would count it, the world
+        # does not, so runs holding one for the counted town are not asked about.
+        self.namesake_arrivals: dict[str, list[int]] = {}
+        for d in getattr(b.doc, "distractors", ()):
+            if d.kind == "namesake" and d.relation == "residence":
+                self.namesake_arrivals.setdefault(d.value, []).append(d.spans[-1][0])
         self.prefix = [[0] * (n + 1) for _ in w.places]
         for c, arrivals in enumerate(self.by_chapter):
             for row in self.prefix:
@@ -62,6 +69,9 @@ class ArrivalIndex:
 
     def count(self, place: int, first: int, last: int) -> int:
         return self.prefix[place][last + 1] - self.prefix[place][first]
+
+    def has_namesake(self, town: str, start: int, end: int) -> bool:
+        return any(start <= at < end for at in self.namesake_arrivals.get(town, ()))
 
 
 def _runs(b: TaskBuilder, want: float, hi: int) -> list[tuple[int, int]]:
@@ -98,8 +108,18 @@ def aggregation(b: TaskBuilder, rng: random.Random, target: int) -> Task | None:
     if not matches:
         b.reject("no_count_match")
         return None
+    chapters = b.doc.chapters
+    places = b.w.places
+    matches = [
+        (a, z, place)
+        for a, z, place in matches
+        if not index.has_namesake(places[place].name, chapters[a].start, chapters[z].end)
+    ]
+    if not matches:
+        b.reject("namesake_in_run")
+        return None
     a, z, place = pick(rng, matches)
-    name = b.w.places[place].name
+    name = places[place].name
     evidence = [
         b.ev(("residence", pid, i), (name,), sentence_only=True)
         for c in range(a, z + 1)
@@ -108,7 +128,6 @@ def aggregation(b: TaskBuilder, rng: random.Random, target: int) -> Task | None:
     ]
     evidence.sort(key=lambda e: (0, 0) if e is None else e.span)
     answer = _number(target)
-    chapters = b.doc.chapters
     slots = {"town": name, "first": a + 1, "last": z + 1}  # chapter numbers as printed
     region = (chapters[a].start, chapters[z].end)
     return b.task(rng, "arrivals", slots, answer, evidence, region=region)
