@@ -88,11 +88,6 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
-def _question_words(question: str) -> set[str]:
-    """Lower-case content words of a question (names are capitalised, so they drop out)."""
-    return {w for w in re.findall(r"\b[a-z]{4,}\b", question)}
-
-
 @dataclass
 class Model:
     """What the adversary learned on `train`: log-odds of a line word being in a supporting

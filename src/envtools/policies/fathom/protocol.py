@@ -37,8 +37,6 @@ _QUESTION_WORDS = frozenset(
     )
 )
 _KIND_WORDS = frozenset(w for name in (*THINGS, *ORG_KINDS) for w in name.split())
-_WINDOW = 350  # characters read on each side of a search hit
-_OVERLAP = 300  # chunk overlap, longer than any supporting sentence
 _CALLS_PER_TURN = 8  # the loop's default cap on tool calls in one reply
 
 
