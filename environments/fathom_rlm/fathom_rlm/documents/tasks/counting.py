@@ -3,9 +3,10 @@
 Aggregation counts arrivals in a town across a run of chapters. Three choices keep the count
 from being guessed off the question:
 
-* the target count is drawn first, uniformly from 1..``count_max(document)`` (15 on long
-  documents), and a (chapter run, town) pair with exactly that count is then searched among all
-  runs of a randomly drawn length, so the run's length and position say little about the count;
+* the target count is chosen first from 1..``count_max(document)`` (14 on long documents),
+  dealt evenly over a split's documents (``make.balanced_count``), and a (chapter run, town)
+  pair with exactly that count is then searched among all runs of a randomly drawn length, so
+  the run's length and position say little about the count;
 * the run holds 128K..152K characters on a 200K-token document: more than eight 12K-character
   slices, fewer than the sixteen a rollout may spend (docs/questions.md, "Depth"); the range is
   narrow because large counts live mostly in long runs, so a wide range lets the chapter span
@@ -22,7 +23,7 @@ from ..render import NUMBER_WORDS
 from .builder import TaskBuilder, person_forms, pick
 from .core import Task
 
-COUNT_MAX = 15  # largest count asked on long documents
+COUNT_MAX = 14  # largest count on long documents (larger ones are missing from many documents)
 REGION_CHARS = (128_000, 152_000)  # counted run on a long document: 10.7 to 12.7 slices of 12K
 REGION_SHARE = (0.45, 0.8)  # ... and as a share of the text on documents too short for that
 SHORT_COUNT_MAX = 10  # on documents under LONG_DOCUMENT_CHARS
