@@ -127,3 +127,26 @@ def test_answers_come_only_from_tool_outputs(rows: list[dict[str, Any]], name: s
     for row in solved:
         record, _ = run(policy, row, redact=True)
         assert record.final_answer != row["answer"], (name, row["question"])
+
+
+def test_slice_reader_answers_from_its_text_alone(rows: list[dict[str, Any]]) -> None:
+    """Given all of a question's evidence, the reader answers it; given the last sentence alone
+    (its alias introduction or antecedent cut away), it cannot settle the question and says at
+    most "partial" with a lead; given unrelated text, "not found". It is never handed the row."""
+    from envtools.policies.fathom.protocol import parse_sub_answer
+    from envtools.policies.fathom.reader import read_slice
+
+    checked = 0
+    for row in rows:
+        if row["family"] not in ("single_hop", "multi_hop", "comparison"):
+            continue
+        text = get_document(row["seed"], row["doc_tokens"]).text
+        spans = sorted(tuple(s) for s in row["spans"])
+        evidence = " ".join(text[s:e] for s, e in spans)
+        answer = parse_sub_answer(read_slice(row["question"], evidence)).final
+        assert answer is not None and answer in (row["answer"], *row["aliases"]), row["question"]
+        alone = read_slice(row["question"], text[slice(*spans[-1])])
+        assert parse_sub_answer(alone).final != row["answer"], row["question"]
+        assert read_slice(row["question"], "The mill burned down and was rebuilt.") == "not found"
+        checked += 1
+    assert checked >= 2
