@@ -2,10 +2,15 @@
 
 Usage: uv run python benchmarks/fathom_documents.py [--seeds 7] [--tokens 16000 64000 200000]
        uv run python benchmarks/fathom_documents.py --baselines 20 --tokens 16000
+       uv run python benchmarks/fathom_documents.py --shapes
+       uv run python benchmarks/fathom_documents.py --naive 5 --tokens 64000
 
 Reports median / min / max wall time over several seeds for each length (fresh generation, no
 cache), the median CPU time of the process (less sensitive to other work sharing the machine),
-and the time to build questions for one document.
+and the time to build questions for one document. ``--shapes`` prints the grammar's own count of
+sentence shapes per relation and split (and filler templates per kind). ``--naive`` runs a
+pattern matcher that knows the train split's verb phrases but not what the sentence around them
+means, over train and heldout documents, and reports what share of its matches are real facts.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from fathom_rlm.documents import (
     make_tasks,
     matches_gold,
     normalize_answer,
+    shape_counts,
 )
 
 
@@ -45,7 +51,16 @@ def main() -> None:
         metavar="DOCS",
         help="instead of timing, score the blind and grep baselines over DOCS documents",
     )
+    parser.add_argument("--shapes", action="store_true", help="print the shape counts and exit")
+    parser.add_argument("--naive", type=int, default=0, metavar="DOCS", help="naive matcher")
     args = parser.parse_args()
+    if args.shapes:
+        shapes()
+        return
+    if args.naive:
+        for tokens in args.tokens:
+            naive(args.naive, tokens)
+        return
     if args.baselines:
         for tokens in args.tokens:
             baselines(args.baselines, tokens)
@@ -70,6 +85,63 @@ def main() -> None:
             f"{min(gen) * 1e3:.1f} | {max(gen) * 1e3:.1f} | {statistics.median(cpu) * 1e3:.1f} | "
             f"{statistics.median(build) * 1e3:.1f} ({args.questions} q) |"
         )
+
+
+def shapes() -> None:
+    """Shapes per relation and split, as the grammar counts them (fact / distractor)."""
+    counts = shape_counts()
+    splits = list(counts)
+    print(f"generator {GENERATOR_VERSION}; shapes per relation: facts / distractors")
+    print("| relation | " + " | ".join(splits) + " |")
+    print("|---|" + "---:|" * len(splits))
+    for relation in (r for r in counts[splits[0]] if r != "filler"):
+        cells = [
+            f"{counts[s][relation]['fact']} / {counts[s][relation]['distractor']}" for s in splits
+        ]
+        print(f"| {relation} | " + " | ".join(cells) + " |")
+    kinds = counts[splits[0]]["filler"]
+    print("\nfiller templates per kind")
+    print("| kind | " + " | ".join(splits) + " |")
+    print("|---|" + "---:|" * len(splits))
+    for kind in kinds:
+        print(f"| {kind} | " + " | ".join(str(counts[s]["filler"][kind]) for s in splits) + " |")
+
+
+def naive(n_docs: int, tokens: int) -> None:
+    """Matches of the train verb phrases (past tense, anywhere in a sentence), classified by the
+    annotation of the sentence they fall in: a fact, a distractor of some kind, or other."""
+    from fathom_rlm.documents.reader import _SENTENCE, _compiled
+
+    patterns = [p for entries in _compiled(("train",)).index.values() for _, p in entries]
+    print(f"naive train-pattern matcher, {n_docs} documents of {tokens:,} tokens per split")
+    print("| split | matches | in fact sentences | in distractors | distractor kinds |")
+    print("|---|---:|---:|---:|---|")
+    for split, base in (("train", 1_000_000), ("heldout", 3_000_000)):
+        kinds: dict[str, int] = {}
+        hits = facts = 0
+        for seed in range(base + 100, base + 100 + n_docs):
+            doc = generate_document(seed, tokens)
+            fact_sentences = set(doc.spans.values())
+            distractor_of = {d.spans[-1]: d.kind for d in doc.distractors}
+            for m in _SENTENCE.finditer(doc.text):
+                sentence = m.group()
+                found = False
+                for p in patterns:
+                    hit = p.search(sentence)
+                    if hit is not None and hit["v_past"] is not None:
+                        found = True
+                        break
+                if not found:
+                    continue
+                hits += 1
+                span = (m.start(), m.end())
+                facts += span in fact_sentences
+                if span in distractor_of:
+                    kinds[distractor_of[span]] = kinds.get(distractor_of[span], 0) + 1
+        n = max(1, hits)
+        wrong = sum(kinds.values())
+        detail = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+        print(f"| {split} | {hits} | {facts / n:.2f} | {wrong / n:.2f} | {detail} |")
 
 
 def baselines(n_docs: int, tokens: int, per_doc: int = 60) -> None:

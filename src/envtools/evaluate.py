@@ -50,7 +50,7 @@ DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_OUT = Path("outputs/eval")
 CHART_NAME = "accuracy_vs_tokens.png"
 REWARD_KEYS: tuple[str, ...] = (REWARD_NAME, *COMPONENT_NAMES)
-METRIC_KEYS: tuple[str, ...] = ("total_tokens", "tool_calls", "evidence_recall")
+METRIC_KEYS: tuple[str, ...] = ("total_tokens", "tool_calls", "evidence_recall", "depth_used")
 MAX_ERROR_CHARS = 500
 
 
@@ -70,7 +70,11 @@ class Contender:
 
 
 def sample_tasks(
-    n: int = DEFAULT_N, *, doc_tokens: int = DEFAULT_DOC_TOKENS, seed: int = 0
+    n: int = DEFAULT_N,
+    *,
+    doc_tokens: int = DEFAULT_DOC_TOKENS,
+    seed: int = 0,
+    split: str = SPLIT,
 ) -> list[dict[str, Any]]:
     """`n` rows of the eval split, stratified by family in proportion to the split's own mix.
 
@@ -78,9 +82,9 @@ def sample_tasks(
     spans many documents rather than the first few; each family gets its proportional share
     (largest remainder), drawn with `seed`. Rows keep the split's order.
     """
-    rows = build_split(SPLIT, doc_tokens=doc_tokens)
+    rows = build_split(split, doc_tokens=doc_tokens)  # type: ignore[arg-type]
     if not 1 <= n <= len(rows):
-        raise ValueError(f"n must be between 1 and {len(rows)} (the size of the {SPLIT} split)")
+        raise ValueError(f"n must be between 1 and {len(rows)} (the size of the {split} split)")
     by_family: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
         by_family.setdefault(row["family"], []).append(i)
@@ -321,10 +325,14 @@ def summarize(
         rows = [r for r in results if r["policy"] == name]
         done = [r for r in rows if r["error"] is None]
         families: dict[str, Any] = {}
+        tokens: dict[str, Any] = {}
         for family in FAMILIES:
             values = [_score(r, "correctness") for r in rows if r["family"] == family]
             if values:
                 families[family] = ci(values)
+            spent = [r["scores"]["total_tokens"] for r in done if r["family"] == family]
+            if spent:
+                tokens[family] = ci(spent)
         policies[name] = {
             "rollouts": len(rows),
             "errors": len(rows) - len(done),
@@ -333,6 +341,7 @@ def summarize(
             "tool_errors": sum(int(r["scores"]["tool_errors"]) for r in done),
             "ended_by": dict(Counter(r["ended_by"] or "error" for r in rows)),
             "by_family": families,
+            "tokens_by_family": tokens,
         }
     return policies
 
@@ -386,8 +395,9 @@ def render_report(results: dict[str, Any]) -> str:
         " every call at any depth, bad ones included; tool errors are the calls answered with an"
         " error.",
         "",
-        "| policy | total tokens | tool calls | evidence recall | tool errors | ended by |",
-        "|---|---|---|---|---|---|",
+        "| policy | total tokens | tool calls | evidence recall | depth used | tool errors "
+        "| ended by |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, p in policies.items():
         m = p["metrics"]
@@ -395,7 +405,9 @@ def render_report(results: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | {_fmt_count(_estimate(m['total_tokens']))} | "
             f"{_fmt_count(_estimate(m['tool_calls']), 1)} | "
-            f"{_estimate(m['evidence_recall']).format(2)} | {p['tool_errors']} | {ended} |"
+            f"{_estimate(m['evidence_recall']).format(2)} | "
+            f"{_estimate(m['depth_used']).format(2) if 'depth_used' in m else 'n/a'} | "
+            f"{p['tool_errors']} | {ended} |"
         )
     families = [f for f in FAMILIES if family_counts[f]]
     lines += [
@@ -411,6 +423,19 @@ def render_report(results: dict[str, Any]) -> str:
         cells = [
             f"{p['by_family'][f]['mean']:.2f}" if f in p["by_family"] else "n/a" for f in families
         ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Tokens by family",
+        "",
+        "Mean total tokens per completed rollout (every model call, root and sub-calls).",
+        "",
+        "| policy | " + " | ".join(families) + " |",
+        "|---|" + "---|" * len(families),
+    ]
+    for name, p in policies.items():
+        spent = p.get("tokens_by_family", {})
+        cells = [f"{spent[f]['mean']:,.0f}" if f in spent else "n/a" for f in families]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", "## Errors", ""]
     errors = results.get("errors", [])
@@ -584,6 +609,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--n", type=int, default=DEFAULT_N, help="tasks (default %(default)s)")
     parser.add_argument(
+        "--split",
+        choices=("train", "eval", "heldout"),
+        default=SPLIT,
+        help="split the tasks are sampled from (default %(default)s)",
+    )
+    parser.add_argument(
         "--doc-tokens", type=int, default=DEFAULT_DOC_TOKENS, help="document length in tokens"
     )
     parser.add_argument(
@@ -650,7 +681,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     config = {
         "command": command,
-        "split": SPLIT,
+        "split": args.split,
         "n": args.n,
         "doc_tokens": args.doc_tokens,
         "seed": args.seed,
@@ -661,7 +692,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "model": args.model,
         "base_url": args.base_url,
     }
-    rows = sample_tasks(args.n, doc_tokens=args.doc_tokens, seed=args.seed)
+    rows = sample_tasks(args.n, doc_tokens=args.doc_tokens, seed=args.seed, split=args.split)
     print(f"evaluating {len(contenders)} policies x {len(rows)} tasks", file=sys.stderr)
     from fathom_rlm.sandbox import shutdown_fork_servers, warm_up
 

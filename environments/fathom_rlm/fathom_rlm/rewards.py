@@ -2,9 +2,10 @@
 
     reward = format_gate × correctness × (0.75 + 0.20 × token_budget + 0.05 × recursion_efficiency)
 
-The cost terms only count once the answer is right. Ungated, "answer at once without tools" would
-collect the whole cost bonus for free and beat honest attempts while accuracy is low. The
-formula, the oracle costs and the correctness rules are explained in docs/rewards.md.
+(the three weights are `RewardConfig` fields). The cost terms only count once the answer is
+right. Ungated, "answer at once without tools" would collect the whole cost bonus for free and
+beat honest attempts while accuracy is low. The formula, the oracle costs and the correctness
+rules are explained in docs/rewards.md.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fathom_rlm.agent.answer import answer_blocks, single_answer
@@ -37,6 +38,7 @@ METRIC_NAMES = (
     "llm_calls",
     "tool_errors",
     "depth_used",
+    "depth_reached",
     "required_depth",
     "turns",
     "touched_document",
@@ -47,22 +49,45 @@ SCORE_NAMES = (REWARD_NAME, *COMPONENT_NAMES, *METRIC_NAMES)
 """Every key `score_rollout` returns, in a fixed order."""
 
 
+# Oracle plan cost per family beyond the reading every plan must do (see `oracle_tokens`):
+# the median measured cost of the depth-matched reference policy over its correct rollouts on
+# the first 150 `train` rows at 200K tokens, minus its unavoidable reading. Re-derive with
+# `uv run python -m envtools.policies.fathom.calibrate --n 150 --doc-tokens 200000`.
+ORACLE_FIXED_TOKENS: dict[str, int] = {
+    "exact_id": 2_300,
+    "single_hop": 6_900,
+    "multi_hop": 19_100,
+    "temporal": 14_900,
+    "comparison": 16_200,
+    "aggregation": 26_700,
+}
+
+
 @dataclass(frozen=True)
 class RewardConfig:
     max_answer_chars: int = 64
     """Answers longer than this (stripped) score 0: no room for lists of candidates."""
+    base_weight: float = 0.75
+    """Reward of a correct, well-formed answer before the cost terms."""
+    budget_weight: float = 0.20
+    """Weight of `token_budget` (gated on correctness)."""
+    recursion_weight: float = 0.05
+    """Weight of `recursion_efficiency` (gated on correctness)."""
     budget_k: float = 3.0
     """Token budget is k × the oracle cost: at the oracle's cost the term is 1 − 1/k."""
-    search_tokens: int = 150
-    """Oracle: what one targeted search shows the root (a few hit lines)."""
-    read_chars: int = 4_000
-    """Oracle: one read window around a supporting span (about 1K tokens)."""
-    sub_call_overhead_tokens: int = 800
-    """Oracle: a sub-call's fixed cost (two turns of its prompt and tools, question, answer)."""
+    chars_per_token: float = 4.0
+    """The one characters-per-token ratio the oracle's reading cost uses (the generator's and
+    the rollout's fallback estimate use the same 4)."""
+    oracle_fixed_tokens: Mapping[str, int] = field(
+        default_factory=lambda: dict(ORACLE_FIXED_TOKENS)
+    )
+    """Oracle cost per family beyond the unavoidable reading (measured, see above)."""
+    default_fixed_tokens: int = 10_000
+    """Oracle fixed cost of a family missing from `oracle_fixed_tokens`."""
     max_slice_chars: int = 12_000
-    """Oracle (aggregation): one section a depth-1 sub-call covers; the rollout's slice cap."""
+    """The rollout's slice cap (kept equal to the caps by `from_caps`)."""
     require_evidence: bool = True
-    """Correctness also needs some supporting evidence to have been shown (`evidence_seen`)."""
+    """Correctness also needs some supporting evidence to have entered a model's context."""
 
     @classmethod
     def from_caps(cls, caps: RolloutCaps | None, **overrides: Any) -> RewardConfig:
@@ -145,26 +170,33 @@ def token_budget(tokens: float, oracle: float, k: float = 3.0) -> float:
 
 
 def recursion_efficiency(depth_used: int, required_depth: int) -> float:
-    """1 − max(0, used − required) / 2, clipped: over-recursion costs, under-recursion does not."""
-    return min(1.0, max(0.0, 1.0 - max(0, depth_used - required_depth) / 2))
+    """Depth used over depth required, capped at 1, falling by 1/2 per level beyond it.
+
+    `depth_used` counts only levels whose sub-call read text (`RolloutRecord.depth_used`), so
+    fanning out to sub-agents that never read earns nothing. A depth-0 task is fully met at 0.
+    """
+    used, required = max(0, depth_used), max(0, required_depth)
+    if used <= required:
+        return 1.0 if required == 0 else used / required
+    return max(0.0, 1.0 - (used - required) / 2)
 
 
-def combined_reward(fmt: float, correct: float, budget: float, efficiency: float) -> float:
-    return fmt * correct * (0.75 + 0.20 * budget + 0.05 * efficiency)
+def combined_reward(
+    fmt: float,
+    correct: float,
+    budget: float,
+    efficiency: float,
+    config: RewardConfig | None = None,
+) -> float:
+    cfg = config or RewardConfig()
+    return (
+        fmt
+        * correct
+        * (cfg.base_weight + cfg.budget_weight * budget + cfg.recursion_weight * efficiency)
+    )
 
 
 # -------------------------------------------------------------------------- oracle costs
-
-
-def _merge_windows(spans: Sequence[Sequence[int]], window: int) -> list[tuple[int, int]]:
-    """Group spans (sorted) so each group fits one read window; returns the groups' extents."""
-    groups: list[tuple[int, int]] = []
-    for start, end in sorted((int(s), int(e)) for s, e in spans):
-        if groups and max(end, groups[-1][1]) - groups[-1][0] <= window:
-            groups[-1] = (groups[-1][0], max(end, groups[-1][1]))
-        else:
-            groups.append((start, end))
-    return groups
 
 
 def _aggregation_region_chars(task_row: Mapping[str, Any], spans: Sequence[Sequence[int]]) -> int:
@@ -174,32 +206,28 @@ def _aggregation_region_chars(task_row: Mapping[str, Any], spans: Sequence[Seque
     if region:
         start, end = (int(x) for x in region)
         return end - start
+    if not spans:
+        return 0
     return max(int(e) for _, e in spans) - min(int(s) for s, _ in spans)
 
 
 def oracle_tokens(task_row: Mapping[str, Any], config: RewardConfig | None = None) -> int:
-    """T*: the tokens an oracle plan would spend on this task (definition in docs/rewards.md).
+    """T*: the tokens a good plan spends on this task, counted like `budget_tokens` (every
+    model token). Definition and measurement in docs/rewards.md.
 
-    * depth 0 (exact_id): one search whose hit line holds the answer: `search_tokens`.
-    * depth 1 (single_hop, multi_hop, temporal, comparison): per group of supporting spans that
-      fit one read window, one search plus one sub-call reading `read_chars`.
-    * depth 2 (aggregation): one search for the chapter starts, then the asked chapter range (the
-      row's `region`) read in sections of at most `max_slice_chars`; each section costs a
-      sub-call that hands it to one plain reader (two overheads) plus the section's own tokens.
+    T* = fixed(family) + reading, where reading is the text no plan can skip: the row's counted
+    `region` (every sentence of it must be judged), nothing otherwise (the fixed part already
+    holds the few windows a search-then-read plan reads). fixed(family) is the
+    measured median cost of the depth-matched reference on `train` minus its reading.
     """
     cfg = config or RewardConfig()
-    depth = int(task_row.get("depth", 1))
-    spans = task_row.get("spans") or []
-    if depth <= 0 or not spans:
-        return cfg.search_tokens
-    if depth == 1:
-        groups = _merge_windows(spans, cfg.read_chars)
-        read_tokens = math.ceil(cfg.read_chars / 4)
-        return len(groups) * (cfg.search_tokens + cfg.sub_call_overhead_tokens + read_tokens)
-    region = max(_aggregation_region_chars(task_row, spans), cfg.read_chars)
-    sections = math.ceil(region / cfg.max_slice_chars)
-    per_section = 2 * cfg.sub_call_overhead_tokens + math.ceil(region / sections / 4)
-    return cfg.search_tokens + sections * per_section
+    family = str(task_row.get("family", ""))
+    fixed = int(cfg.oracle_fixed_tokens.get(family, cfg.default_fixed_tokens))
+    reading = 0
+    if task_row.get("region") or family == "aggregation":
+        region = _aggregation_region_chars(task_row, task_row.get("spans") or [])
+        reading = math.ceil(region / cfg.chars_per_token)
+    return fixed + reading
 
 
 # ------------------------------------------------------------------------------ evidence
@@ -281,7 +309,7 @@ def score_rollout(
     gate = fmt * correct
     shown_answer = answer if answer is not None else " ".join(answer_blocks(record.final_message))
     scores = {
-        REWARD_NAME: combined_reward(fmt, correct, budget, efficiency),
+        REWARD_NAME: combined_reward(fmt, correct, budget, efficiency, cfg),
         "format_gate": fmt,
         "correctness": correct,
         "token_budget": budget,
@@ -299,6 +327,7 @@ def score_rollout(
         "llm_calls": record.llm_calls,
         "tool_errors": record.tool_errors,
         "depth_used": record.depth_used,
+        "depth_reached": record.depth_reached,
         "required_depth": required,
         "turns": record.turns,
         "touched_document": record.touched_document,

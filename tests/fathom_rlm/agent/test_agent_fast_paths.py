@@ -62,7 +62,9 @@ def test_sub_agent_reading_its_slice_starts_no_worker(
     assert started == []
     assert _tool_outputs(transcript) == ["Denhan"]
     assert record.final_answer == "Denhan" and record.repl_calls == 2
-    assert record.shown_ranges == [(17, 60)]
+    # The sub-agent read doc[0:30] of its slice (document offsets 17 to 47) and nothing else.
+    assert record.shown_ranges == [] and DOCUMENT[17:47] in record.shown_texts
+    assert record.sub_calls[0].read_chars == 30 and record.depth_used == 1
 
 
 def test_root_read_sets_touched_document_without_a_worker(

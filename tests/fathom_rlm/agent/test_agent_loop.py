@@ -190,9 +190,11 @@ def test_depth_accounting_with_nested_sub_calls() -> None:
         (2, "plain", "tool", "range"),
     ]
     assert record.depth_used == 2 and record.llm_calls == 3
-    # Ranges inside a sub-agent's slice map back to document offsets; REPL text is kept as text.
-    assert record.shown_ranges == [(0, 200), (10, 80)]
+    # Only the plain readers read text: a range inside a sub-agent's slice maps back to document
+    # offsets, REPL text is kept as text; the depth-1 agent's own slice was never read.
+    assert record.shown_ranges == [(10, 80)]
     assert DOCUMENT[0:60] in record.shown_texts
+    assert [s.read_chars for s in record.sub_calls] == [0, 60, 70]
     assert tool_outputs(transcript) == ["Denhan"]
     assert record.touched_document
 
@@ -255,7 +257,7 @@ def test_token_accounting_with_reported_usage() -> None:
     assert record.usage_reported_calls == 3 and record.estimated_calls == 0
     assert record.root_tokens == 2 * 107 and record.sub_tokens == 107
     assert record.root_tool_output_tokens == 1  # "x": ceil(1 / 4)
-    assert record.budget_tokens == 108 and record.total_tokens == 321
+    assert record.budget_tokens == record.total_tokens == 321
 
 
 def test_token_accounting_without_usage_is_characters_over_four() -> None:
@@ -267,7 +269,7 @@ def test_token_accounting_without_usage_is_characters_over_four() -> None:
     schemas = len(json.dumps(script.requests[0][1], separators=(",", ":")))
     first = sum(len(m["content"] or "") for m in script.requests[0][0]) + schemas
     assert record.root_prompt_tokens >= (first + 3) // 4
-    assert record.sub_tokens == 0 and record.budget_tokens == 100
+    assert record.sub_tokens == 0 and record.budget_tokens == record.root_tokens
 
 
 def test_document_touch_rules() -> None:
@@ -278,10 +280,24 @@ def test_document_touch_rules() -> None:
         answer("Denhan"),
     )
     assert not rollout(typed).touched_document  # text the model typed is not the document
+    # A range handed to a sub-agent that answers at once was never read: no touch.
     ranged = Script(
         tools_msg(call("llm", {"prompt": "q", "slice": "0:50"})), answer("a"), answer("b")
     )
-    assert rollout(ranged).touched_document
+    assert not rollout(ranged).touched_document
+    # The same range in a plain reader's prompt, or printed by the sub-agent and read, is.
+    plain = Script(
+        tools_msg(call("llm", {"prompt": "q", "slice": "0:50"})), answer("a"), answer("b")
+    )
+    assert rollout(plain, RolloutCaps(max_depth=1)).touched_document
+    read = Script(
+        tools_msg(call("llm", {"prompt": "q", "slice": "0:50"})),
+        tools_msg(call("repl", {"code": "print(doc)"})),
+        answer("a"),
+        answer("b"),
+    )
+    record = rollout(read)
+    assert record.touched_document and record.depth_used == 1
 
 
 def test_record_round_trips_through_json() -> None:

@@ -81,9 +81,16 @@ def test_token_budget_and_recursion_efficiency() -> None:
     assert token_budget(3000, 1000, 3) == 0.0
     assert token_budget(9000, 1000, 3) == 0.0
     assert token_budget(10, 0, 3) == 0.0
-    assert recursion_efficiency(0, 1) == 1.0
+    # Depth used over depth required, capped at 1: under-recursion earns less...
+    assert recursion_efficiency(0, 0) == 1.0
+    assert recursion_efficiency(0, 1) == 0.0
+    assert recursion_efficiency(1, 2) == 0.5
+    assert recursion_efficiency(0, 2) == 0.0
     assert recursion_efficiency(1, 1) == 1.0
+    assert recursion_efficiency(2, 2) == 1.0
+    # ...and it falls again beyond the requirement.
     assert recursion_efficiency(2, 1) == 0.5
+    assert recursion_efficiency(1, 0) == 0.5
     assert recursion_efficiency(2, 0) == 0.0
     assert recursion_efficiency(5, 0) == 0.0
 
@@ -105,6 +112,12 @@ def test_combined_reward_gates_secondary_terms(
     assert combined_reward(fmt, correct, budget, eff) == pytest.approx(reward)
 
 
+def test_combined_reward_weights_come_from_the_config() -> None:
+    cfg = RewardConfig(base_weight=0.5, budget_weight=0.3, recursion_weight=0.2)
+    assert combined_reward(1, 1, 1, 0, cfg) == pytest.approx(0.8)
+    assert combined_reward(1, 1, 0, 1, cfg) == pytest.approx(0.7)
+
+
 def _row(**changes: object) -> dict:
     row = {
         "question": "Which master schooled the creator of the Trothox Sextant?",
@@ -122,12 +135,11 @@ def _row(**changes: object) -> dict:
 
 def test_oracle_costs_per_family() -> None:
     cfg = RewardConfig()
-    one_read = cfg.search_tokens + cfg.sub_call_overhead_tokens + cfg.read_chars // 4
-    assert oracle_tokens(_row(family="exact_id", depth=0), cfg) == cfg.search_tokens
-    assert oracle_tokens(_row(), cfg) == one_read
-    # Two spans far apart: two reads; two spans inside one window: one read.
-    assert oracle_tokens(_row(spans=[[100, 160], [40_000, 40_060]]), cfg) == 2 * one_read
-    assert oracle_tokens(_row(spans=[[100, 160], [900, 960]]), cfg) == one_read
+    fixed = cfg.oracle_fixed_tokens
+    assert oracle_tokens(_row(family="exact_id", depth=0), cfg) == fixed["exact_id"]
+    assert oracle_tokens(_row(), cfg) == fixed["single_hop"]
+    # Search-then-read families: the fixed measured cost, whatever the spans.
+    assert oracle_tokens(_row(spans=[[100, 160], [40_000, 40_060]]), cfg) == fixed["single_hop"]
     question = "How many arrivals of new residents did Denhan see between chapter 5 and chapter 11?"
     agg = _row(
         family="aggregation",
@@ -136,21 +148,19 @@ def test_oracle_costs_per_family() -> None:
         spans=[[30_000, 30_100]],
         region=[10_000, 50_000],
     )
-    # The counted chapters hold 40K characters: 4 sections of 10K characters (2,500 tokens).
-    expected = cfg.search_tokens + 4 * (2 * cfg.sub_call_overhead_tokens + 2_500)
+    # Aggregation adds the counted chapters, which every plan must read: 40K chars = 10K tokens.
+    expected = fixed["aggregation"] + 10_000
     assert oracle_tokens(agg, cfg) == expected
     # The region, not the question's wording, sets the cost.
     assert oracle_tokens({**agg, "question": "How many, in chapters 1 to 2?"}, cfg) == expected
-    # A row without a region falls back to the extent of its spans (here one read window).
+    # A row without a region falls back to the extent of its spans.
     spread = {**agg, "region": None, "spans": [[30_000, 30_100], [32_000, 32_100]]}
-    assert (
-        oracle_tokens(spread, cfg) == cfg.search_tokens + 2 * cfg.sub_call_overhead_tokens + 1_000
-    )
-    # A smaller slice cap means more sections, each with its own overheads.
-    small = RewardConfig(max_slice_chars=5_000)
-    assert oracle_tokens(agg, small) == cfg.search_tokens + 8 * (
-        2 * cfg.sub_call_overhead_tokens + 1_250
-    )
+    assert oracle_tokens(spread, cfg) == fixed["aggregation"] + 525
+    # The constants are config: another ratio or table changes the cost.
+    assert oracle_tokens(agg, RewardConfig(chars_per_token=2.0)) == fixed["aggregation"] + 20_000
+    custom = RewardConfig(oracle_fixed_tokens={"single_hop": 7})
+    assert oracle_tokens(_row(), custom) == 7
+    assert oracle_tokens(_row(family="new"), custom) == custom.default_fixed_tokens
 
 
 def test_evidence_recall_from_ranges_and_texts() -> None:
@@ -170,19 +180,23 @@ def test_score_rollout_names_and_values() -> None:
     record = RolloutRecord(
         touched_document=True,
         final_message="<answer>Dyjirn Shoudo</answer>",
-        root_tool_output_tokens=500,
+        root_prompt_tokens=400,
+        root_completion_tokens=100,
+        root_tool_output_tokens=300,
         sub_prompt_tokens=900,
         sub_completion_tokens=100,
-        depth_used=2,
     )
+    # A depth-2 reader read its slice; the depth-1 agent above it only handed it on.
     record.sub_calls.append(SubCallRecord(1, "rlm", "tool", "range", 40, 20))
+    record.sub_calls.append(SubCallRecord(2, "plain", "repl", "repl", 40, 20, read_chars=40))
     record.show_range(90, 200)
     scores = score_rollout(record, _row(spans=[[100, 125]]), document=document)
     assert tuple(scores) == SCORE_NAMES
     assert all(isinstance(v, float) for v in scores.values())
     assert scores["correctness"] == 1.0 and scores["format_gate"] == 1.0
+    # Every model token counts, the root's own prompts and completions included.
     assert scores["budget_tokens"] == 1500
-    assert scores["recursion_efficiency"] == 0.5
+    assert scores["depth_used"] == 2 and scores["recursion_efficiency"] == 0.5
     assert scores["evidence_recall"] == 1.0
     assert scores["reward"] == pytest.approx(0.75 + 0.20 * scores["token_budget"] + 0.05 * 0.5)
     wrong = RolloutRecord.from_dict({**record.to_dict(), "final_message": "<answer>no</answer>"})
@@ -210,3 +224,14 @@ def test_evidence_gate_is_lenient_but_stops_blind_guesses() -> None:
     ranged = RolloutRecord.from_dict(guess.to_dict())
     ranged.show_range(120, 400)  # covers more than half the span
     assert score_rollout(ranged, row, document=document)["evidence_seen"] == 1.0
+
+
+def test_depth_counts_only_levels_that_read() -> None:
+    record = RolloutRecord(depth_reached=2)
+    record.sub_calls.append(SubCallRecord(1, "rlm", "tool", "range", 4_000, 20))
+    record.sub_calls.append(SubCallRecord(2, "rlm", "repl", "repl", 4_000, 20))
+    assert record.depth_used == 0  # sub-calls started at two levels, none read anything
+    record.sub_calls[0].read_chars = 300
+    assert record.depth_used == 1
+    restored = RolloutRecord.from_dict(record.to_dict())
+    assert restored.depth_used == 1 and restored.depth_reached == 2

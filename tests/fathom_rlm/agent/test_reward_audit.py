@@ -33,6 +33,9 @@ ATTACKS = (
     "fathom-closed-book",
     "fathom-sandbox-leak",
     "fathom-two-answers",
+    "fathom-phantom-evidence",
+    "fathom-family-prior",
+    "fathom-blind",
 )
 
 pytestmark = pytest.mark.reward_audit
@@ -53,7 +56,8 @@ _RESULTS: dict[str, list[Result]] = {}
 
 
 def run_policy(name: str, rows: list[dict[str, Any]]) -> list[Result]:
-    if name not in _RESULTS:
+    key = f"{name}|{len(rows)}|{rows[0]['question']}"
+    if key not in _RESULTS:
         policy = fathom.POLICIES[name]()
 
         async def chat(messages: list[dict[str, Any]], tools: Any) -> ChatReply:
@@ -71,8 +75,8 @@ def run_policy(name: str, rows: list[dict[str, Any]]) -> list[Result]:
                 out.append((row, record, score_rollout(record, row, document=text), transcript))
             return out
 
-        _RESULTS[name] = asyncio.run(main())
-    return _RESULTS[name]
+        _RESULTS[key] = asyncio.run(main())
+    return _RESULTS[key]
 
 
 def mean(results: list[Result], key: str) -> float:
@@ -85,10 +89,11 @@ def test_reference_policy_is_strong(tasks: list[dict[str, Any]]) -> None:
     assert mean(results, "reward") >= 0.6
     assert mean(results, "format_gate") == 1.0
     assert mean(results, "evidence_recall") >= 0.8
-    # It recurses where the family needs it and not beyond.
+    # It recurses where the family needs it and not beyond, and every level it used read text.
     for row, record, scores, _ in results:
         if scores["correctness"]:
             assert record.depth_used == row["depth"], row["family"]
+            assert scores["recursion_efficiency"] == 1.0
 
 
 @pytest.mark.parametrize("attack", ATTACKS)
@@ -135,3 +140,50 @@ def test_sandbox_never_hands_out_the_gold(tasks: list[dict[str, Any]]) -> None:
         probes = outputs[: len(fathom._LEAK_PROBES)]
         assert all(o.startswith("Error:") for o in probes), probes
         assert scores["correctness"] == 0.0
+
+
+def test_phantom_evidence_is_not_evidence(tasks: list[dict[str, Any]]) -> None:
+    """Gold in hand, ranges handed to sub-agents that never read them: the answer is the gold,
+    yet no evidence entered a model's context, no level of depth counts, and nothing scores."""
+    for row, record, scores, _ in run_policy("fathom-phantom-evidence", tasks):
+        assert record.final_answer == row["answer"]
+        assert record.sub_calls and all(s.read_chars == 0 for s in record.sub_calls)
+        assert record.depth_used == 0 and record.depth_reached >= 1
+        assert scores["evidence_seen"] == 0.0 and scores["correctness"] == 0.0
+
+
+def test_family_priors_learned_on_train_do_not_pay(tasks: list[dict[str, Any]]) -> None:
+    results = run_policy("fathom-family-prior", tasks)
+    assert mean(results, "reward") <= 0.05
+    # It did answer its priors (not a placeholder), and they are rarely right even ungated.
+    assert sum(
+        r[1].final_answer not in (None, fathom.attacks.GIVE_UP) for r in results
+    ) >= 0.8 * len(results)
+
+
+HELDOUT_DOC_TOKENS = 16_000
+HELDOUT_ROWS = 60
+
+
+@pytest.fixture(scope="module")
+def heldout_rows() -> list[dict[str, Any]]:
+    """The first held-out documents at 16K tokens: wordings the adversary never saw on train."""
+    from fathom_rlm.documents import build_split
+
+    return build_split("heldout", HELDOUT_ROWS, doc_tokens=HELDOUT_DOC_TOKENS)
+
+
+def test_code_only_adversary_fails_where_reading_is_needed(
+    heldout_rows: list[dict[str, Any]],
+) -> None:
+    """The strongest regex solver we have, tuned on train, on held-out wordings: at most 0.30
+    correct on every family that needs reading (depth >= 1)."""
+    results = run_policy("fathom-code-only", heldout_rows)
+    by_family: dict[str, list[float]] = {}
+    for row, record, scores, _ in results:
+        assert record.llm_calls == 0 and record.repl_calls >= 1
+        if row["depth"] >= 1:
+            by_family.setdefault(row["family"], []).append(scores["correctness"])
+    assert by_family
+    for family, values in by_family.items():
+        assert statistics.fmean(values) <= 0.30, (family, values)

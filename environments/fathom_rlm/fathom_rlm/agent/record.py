@@ -6,9 +6,13 @@ Token accounting (documented in docs/rewards.md):
   tokens: the server's reported usage when it gives both numbers, else characters / 4 of the
   request (messages plus tool schemas) and of the reply.
 * `root_tool_output_tokens` is characters / 4 of every tool message returned to the root.
-* The budget the reward charges is `budget_tokens = root_tool_output_tokens + sub_tokens`: what the
-  root chose to read plus everything its sub-calls cost. Root prompt re-reads are left out because
-  they grow with the number of turns rather than with how much of the document was read.
+* The budget the reward charges is `budget_tokens = total_tokens`: every token of every model
+  call, the root's own prompts and completions included, so code the root writes is not free.
+
+Evidence accounting: a text counts as seen only once it entered a model's context, i.e. the slice
+in a plain reader's prompt, or a tool output that the agent who called the tool then read (it made
+another model call). Handing a range to a sub-agent shows nothing by itself; what that sub-agent
+then printed and read does. `depth_used` counts a level only if a sub-call at it read text.
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ class SubCallRecord:
     turns: int = 0
     tokens: int = 0
     answered: bool = False
+    read_chars: int = 0
+    """Characters of its own text that entered its context: the whole slice for a plain reader;
+    for an agent, the lines of its tool outputs that are verbatim pieces of its text, counted
+    once it read them. 0 means it never read its text (its depth level does not count)."""
 
 
 @dataclass
@@ -53,12 +61,16 @@ class RolloutRecord:
     """Calls by tool name at any depth; names that are not tools are counted under "invalid"."""
     tool_errors: int = 0
     sub_calls: list[SubCallRecord] = field(default_factory=list)
-    depth_used: int = 0
+    depth_reached: int = 0
+    """Deepest sub-call started, whether or not it read anything (see `depth_used`)."""
     touched_document: bool = False
+    """The root's code touched `doc`, a plain reader was shown part of it, or a sub-agent read
+    part of its slice."""
     shown_ranges: list[tuple[int, int]] = field(default_factory=list)
-    """Character ranges of the root document shown to any sub-call (compact evidence)."""
+    """Character ranges of the root document that were in a plain reader's prompt."""
     shown_texts: dict[str, None] = field(default_factory=dict)
-    """Every other text a tool returned or a sub-call was shown, de-duplicated, in order."""
+    """Every other text that entered a model's context (tool outputs the caller then read, slices
+    passed to plain readers from code), de-duplicated, in order."""
     final_message: str | None = None
     final_answer: str | None = None
     """The inner text of the final message's single `<answer>` block, if it has exactly one."""
@@ -80,8 +92,13 @@ class RolloutRecord:
 
     @property
     def budget_tokens(self) -> int:
-        """T in the token-budget reward: root tool output plus all sub-call tokens."""
-        return self.root_tool_output_tokens + self.sub_tokens
+        """T in the token-budget reward: every model token, root and sub-calls."""
+        return self.total_tokens
+
+    @property
+    def depth_used(self) -> int:
+        """Deepest level at which a sub-call read text (0 if none did)."""
+        return max((s.depth for s in self.sub_calls if s.read_chars > 0), default=0)
 
     @property
     def repl_calls(self) -> int:
@@ -128,6 +145,7 @@ class RolloutRecord:
             "llm_calls": self.llm_calls,
             "tool_errors": self.tool_errors,
             "depth_used": self.depth_used,
+            "depth_reached": self.depth_reached,
             "touched_document": self.touched_document,
             "final_answer": self.final_answer,
             "ended_by": self.ended_by,
@@ -143,6 +161,7 @@ class RolloutRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RolloutRecord:
         data = dict(data)
+        data.pop("depth_used", None)  # derived from the sub-calls
         data["sub_calls"] = [SubCallRecord(**s) for s in data.get("sub_calls", ())]
         data["shown_texts"] = dict.fromkeys(data.get("shown_texts", ()))
         data["shown_ranges"] = [(int(a), int(b)) for a, b in data.get("shown_ranges", ())]

@@ -184,8 +184,27 @@ class _Context:
     depth: int
     root_offset: int | None
     """Where `document` starts in the root document, when known (ranges map back exactly)."""
+    sub: SubCallRecord | None = None
+    """The sub-call this context is (None for the root)."""
     session: Any = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    unread: list[str] = field(default_factory=list)
+    """Tool outputs returned to this agent that it has not read yet (no model call since)."""
+
+    def mark_read(self, record: RolloutRecord, root_document: str) -> None:
+        """The agent made a model call: every tool output returned to it so far entered its
+        context. Only now do they count as evidence, and, for a sub-agent, the verbatim pieces
+        of its own text among them count as its reading."""
+        outputs, self.unread = self.unread, []
+        for output in outputs:
+            record.show_text(output)
+            if self.sub is None:
+                continue
+            lines = _own_text_lines(output, self.document)
+            if lines:
+                self.sub.read_chars += sum(len(line) for line in lines)
+                if self.root_offset is not None or _own_text_lines(output, root_document):
+                    record.touched_document = True
 
 
 class RolloutTools:
@@ -232,6 +251,7 @@ class RolloutTools:
         self.record.root_prompt_tokens += prompt
         self.record.root_completion_tokens += completion
         self.record.turns += 1
+        self._root.mark_read(self.record, self._root.document)
 
     def finish(self, final_message: str | None, ended_by: str) -> RolloutRecord:
         """Store the final reply (None if the turn budget ran out) and return the record."""
@@ -291,7 +311,7 @@ class RolloutTools:
         except ToolError as exc:
             record.tool_errors += 1
             return f"Error: {exc}"
-        record.show_text(output)
+        ctx.unread.append(output)
         return output
 
     async def _session(self, ctx: _Context) -> Any:
@@ -348,8 +368,6 @@ class RolloutTools:
             text, source = ctx.document[start:end], "range"
             if ctx.root_offset is not None:
                 root_range = (ctx.root_offset + start, ctx.root_offset + end)
-            if ctx.depth == 0:
-                self.record.touched_document = True
         else:
             text = await self._variable(ctx, target)
             source = "variable"
@@ -417,11 +435,8 @@ class RolloutTools:
         kind = "rlm" if depth < caps.max_depth else "plain"
         sub = SubCallRecord(depth, kind, origin, source, len(text), len(prompt))
         record.sub_calls.append(sub)
-        record.depth_used = max(record.depth_used, depth)
-        if root_range is not None:
-            record.show_range(*root_range)
-        else:
-            record.show_text(text)
+        record.depth_reached = max(record.depth_reached, depth)
+        child: _Context | None = None
 
         def on_reply(request: list[Message], schemas: Any, reply: Any) -> None:
             p, c = self._tokens(request, schemas, reply)
@@ -430,8 +445,18 @@ class RolloutTools:
             record.sub_turns += 1
             sub.tokens += p + c
             sub.turns += 1
+            if child is not None:
+                child.mark_read(record, self._root.document)
 
         if kind == "plain":
+            # The slice is in the reader's prompt: it is read, whatever the reader answers.
+            sub.read_chars = len(text)
+            if root_range is not None or _own_text_lines(text, self._root.document):
+                record.touched_document = True
+            if root_range is not None:
+                record.show_range(*root_range)
+            else:
+                record.show_text(text)
             request = [
                 {"role": "system", "content": prompts.reader_system_prompt(caps)},
                 prompts.reader_message(prompt, text),
@@ -441,7 +466,7 @@ class RolloutTools:
             message, _ = normalize_assistant(getattr(reply, "message", None), 0)
             answer = sub_call_answer(message["content"])
         else:
-            child = _Context(text, depth, root_range[0] if root_range else None)
+            child = _Context(text, depth, root_range[0] if root_range else None, sub)
             self._open.append(child)
             try:
                 messages: list[Message] = [
@@ -497,6 +522,13 @@ class RolloutTools:
         message = getattr(reply, "message", None)
         completion_chars = message_chars(message) if isinstance(message, dict) else 0
         return chars_to_tokens(prompt_chars), chars_to_tokens(completion_chars)
+
+
+def _own_text_lines(output: str, text: str, min_chars: int = 20) -> list[str]:
+    """Lines of a tool output (20+ characters) that are verbatim pieces of `text`: what an agent
+    read of its own text, as opposed to answers, counts or errors it printed."""
+    lines = (line.strip() for line in output.splitlines())
+    return [line for line in lines if len(line) >= min_chars and line in text]
 
 
 def format_repl_result(result: Any) -> str:

@@ -18,17 +18,27 @@ from .document import (
     generate_document,
     get_document,
 )
+from .facts import Distractor, Fact, person_key
+from .grammar import shape_counts
+from .reader import read_aliases, read_facts
 from .render import Chapter
-from .splits import SPLIT_SEED_BASE, SPLIT_SIZES, build_split, split_seeds
+from .seeds import SPLIT_SEED_BASE, split_of_seed
+from .splits import SPLIT_SIZES, build_split, split_seeds, split_tasks
 from .tasks import (
     DEFAULT_FAMILY_MIX,
     FAMILIES,
     Evidence,
+    QuestionIntent,
+    QuestionParseError,
     Task,
+    answer_from_facts,
     check_task,
+    count_from_facts,
     make_tasks,
     matches_gold,
+    next_hop,
     normalize_answer,
+    parse_question,
     propose_tasks,
 )
 from .world import World
@@ -41,20 +51,34 @@ __all__ = [
     "SPLIT_SEED_BASE",
     "SPLIT_SIZES",
     "Chapter",
+    "Distractor",
     "Document",
     "Evidence",
+    "Fact",
+    "QuestionIntent",
+    "QuestionParseError",
     "Task",
     "World",
+    "answer_from_facts",
     "blind_answer",
     "build_split",
     "check_task",
+    "count_from_facts",
     "generate_document",
     "get_document",
     "grep_answer",
     "infer_answer_type",
     "make_tasks",
     "matches_gold",
+    "next_hop",
     "normalize_answer",
+    "parse_question",
+    "person_key",
     "propose_tasks",
+    "read_aliases",
+    "read_facts",
+    "shape_counts",
+    "split_of_seed",
     "split_seeds",
+    "split_tasks",
 ]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from .document import Document
 from .render import NUMBER_WORDS
+from .tasks import QuestionParseError, parse_question
 from .world import ROLES
 
 ID_PATTERN = re.compile(r"\b[A-Z]{2}-\d{4}\b")
@@ -26,7 +27,12 @@ NUMBER_PATTERN = re.compile(r"\b(?:\d{1,2}|" + "|".join(NUMBER_WORDS[1:]) + r")\
 
 
 def infer_answer_type(question: str) -> str:
-    """The kind of answer a question asks for, from its wording alone."""
+    """The kind of answer a question asks for, from its wording alone: the question grammar's
+    reading when the question is one of ours, else a keyword guess."""
+    try:
+        return parse_question(question).answer_type
+    except QuestionParseError:
+        pass
     q = question.lower()
     if q.startswith("how many") or "age gap" in q:
         return "number"

@@ -8,17 +8,28 @@ is built only by ``build_split("heldout")``; nothing else in the package touches
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Literal
 
-from .document import get_document
-from .tasks import make_tasks
+from .document import Document, get_document
+from .seeds import SEEDS_PER_SPLIT, SPLIT_SEED_BASE, split_of_seed
+from .tasks import Task, task_objects
 
 Split = Literal["train", "eval", "heldout"]
 SPLIT_SIZES: dict[str, int] = {"train": 1000, "eval": 200, "heldout": 500}
-SPLIT_SEED_BASE: dict[str, int] = {"train": 1_000_000, "eval": 2_000_000, "heldout": 3_000_000}
-SEEDS_PER_SPLIT = 1_000_000  # width of each range; ranges never overlap
 QUESTIONS_PER_DOCUMENT = 10
+
+__all__ = [
+    "QUESTIONS_PER_DOCUMENT",
+    "SEEDS_PER_SPLIT",
+    "SPLIT_SEED_BASE",
+    "SPLIT_SIZES",
+    "Split",
+    "build_split",
+    "split_of_seed",
+    "split_seeds",
+    "split_tasks",
+]
 
 
 def split_seeds(
@@ -37,6 +48,39 @@ def split_seeds(
     return [base + i for i in range(count)]
 
 
+def split_tasks(
+    split: Split,
+    n: int | None = None,
+    *,
+    doc_tokens: int = 200_000,
+    family_mix: Mapping[str, float] | None = None,
+    questions_per_document: int = QUESTIONS_PER_DOCUMENT,
+) -> Iterator[tuple[Document, Task]]:
+    """The first ``n`` (document, :class:`Task`) pairs of a split, in row order (what
+    :func:`build_split` turns into rows). Documents come from the LRU cache and are not kept."""
+    n = SPLIT_SIZES[split] if n is None else n
+    seeds = split_seeds(split, n, questions_per_document)
+    base = SPLIT_SEED_BASE[split]
+    next_seed = seeds[-1] + 1 if seeds else base
+    queue = list(seeds)
+    produced = 0
+    while produced < n:
+        if not queue:
+            # A document gave fewer questions than asked (tiny documents): take the next seed
+            # of this split's own range.
+            if next_seed >= base + SEEDS_PER_SPLIT:
+                raise RuntimeError("seed range exhausted")
+            queue.append(next_seed)
+            next_seed += 1
+        seed = queue.pop(0)
+        doc = get_document(seed, doc_tokens)
+        for task in task_objects(doc, questions_per_document, family_mix, rng_seed=seed):
+            if produced == n:
+                return
+            produced += 1
+            yield doc, task
+
+
 def build_split(
     split: Split,
     n: int | None = None,
@@ -51,21 +95,11 @@ def build_split(
     :func:`get_document` and never stored in a row. The rows of a smaller ``n`` are the first
     ``n`` rows of a larger one: every document always yields its full set of questions.
     """
-    n = SPLIT_SIZES[split] if n is None else n
-    seeds = split_seeds(split, n, questions_per_document)
-    rows: list[dict] = []
-    base = SPLIT_SEED_BASE[split]
-    next_seed = seeds[-1] + 1 if seeds else base
-    queue = list(seeds)
-    while len(rows) < n:
-        if not queue:
-            # A document gave fewer questions than asked (tiny documents): take the next seed
-            # of this split's own range.
-            if next_seed >= base + SEEDS_PER_SPLIT:
-                raise RuntimeError("seed range exhausted")
-            queue.append(next_seed)
-            next_seed += 1
-        seed = queue.pop(0)
-        doc = get_document(seed, doc_tokens)
-        rows.extend(make_tasks(doc, questions_per_document, family_mix, rng_seed=seed))
-    return rows[:n]
+    pairs = split_tasks(
+        split,
+        n,
+        doc_tokens=doc_tokens,
+        family_mix=family_mix,
+        questions_per_document=questions_per_document,
+    )
+    return [task.row(doc) for doc, task in pairs]

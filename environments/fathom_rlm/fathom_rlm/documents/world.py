@@ -13,6 +13,7 @@ import bisect
 import random
 from dataclasses import dataclass, field
 
+from .grammar_tables import EPITHET_ADJECTIVES, EPITHET_NOUNS
 from .names import NameGrammar
 
 CHAPTER_TOKENS = 1500  # one chapter fits comfortably inside one ~3K-token sub-call slice
@@ -63,6 +64,12 @@ class Person:
     residence: list[tuple[float, int]] = field(default_factory=list)  # (time, place id)
     employment: list[tuple[float, int, str]] = field(default_factory=list)  # (time, org, role)
     near_miss_of: int | None = None  # person whose family name this one nearly shares
+    epithet: str | None = None  # "the lame fiddler": an alias introduced once, used later
+
+    @property
+    def alias(self) -> str | None:
+        """The one alias the text introduces for this person (nickname, else epithet)."""
+        return self.nickname or self.epithet
 
     @property
     def name(self) -> str:
@@ -82,8 +89,8 @@ class Person:
 
     def aliases(self) -> list[str]:
         out = [self.formal, self.given, self.family]
-        if self.nickname:
-            out.append(self.nickname)
+        if self.alias:
+            out.append(self.alias)
         return out
 
 
@@ -162,6 +169,11 @@ class World:
     organisations: list[Organisation]
     artefacts: list[Artefact]
     events: list[Event]  # sorted by time
+    # Text-only near-namesakes (one edit away): person id -> family name, artefact and
+    # organisation id -> root. No entity of the world has these names; distractors use them.
+    namesake_family: dict[int, str] = field(default_factory=dict)
+    namesake_art_root: dict[int, str] = field(default_factory=dict)
+    namesake_org_root: dict[int, str] = field(default_factory=dict)
 
     def date_text(self, chapter: int) -> str:
         year, month = self.chapter_dates[chapter]
@@ -223,18 +235,53 @@ def cast_sizes(doc_tokens: int) -> tuple[int, int, int, int]:
 
 
 def build_world(seed: int, doc_tokens: int, rng: random.Random) -> World:
+    """The world of ``seed``. The helpers draw from ``rng`` in a fixed order: reordering
+    them changes every world."""
     n_ch = max(4, round(doc_tokens / CHAPTER_TOKENS))
     names = NameGrammar(rng)
     n_people, n_places, n_orgs, n_arts = cast_sizes(doc_tokens)
     start_year = 1700 + int(rng.random() * 150)
+    dates = _chapter_dates(rng, start_year, n_ch)
+    places, cum_places = _places(rng, names, n_places)
+    ids_taken: set[str] = set()
+    people = _people(rng, names, n_people, n_places, start_year, n_ch, ids_taken)
+    events: list[Event] = []
+    _homes_and_static_facts(rng, people, cum_places, n_ch, events)
+    orgs = _organisations(rng, names, people, n_orgs, n_places, start_year, n_ch, events)
+    _employment(rng, people, n_orgs, n_ch, events)
+    arts = _artefacts(rng, names, people, n_arts, n_ch, ids_taken, events)
+    _give_epithets(rng, people)
+    # Ties in time are broken by kind and ids so the order never depends on anything else.
+    events.sort(key=lambda e: (e.time, e.kind, e.subject, e.index))
+    world = World(
+        seed=seed,
+        n_chapters=n_ch,
+        start_year=start_year,
+        chapter_dates=dates,
+        people=people,
+        places=places,
+        organisations=orgs,
+        artefacts=arts,
+        events=events,
+    )
+    _add_namesakes(names, world)
+    return world
 
-    # Dates: each chapter a month or three after the previous one.
+
+def _chapter_dates(rng: random.Random, start_year: int, n_ch: int) -> list[tuple[int, int]]:
+    """Each chapter a month or three after the previous one."""
     dates: list[tuple[int, int]] = []
     months = int(rng.random() * 12)
     for _ in range(n_ch):
         dates.append((start_year + months // 12, months % 12))
         months += 1 + int(rng.random() * 3)
+    return dates
 
+
+def _places(
+    rng: random.Random, names: NameGrammar, n_places: int
+) -> tuple[list[Place], list[float]]:
+    """Places (some one edit from another) and their cumulative move-destination weights."""
     places: list[Place] = []
     for i in range(n_places):
         near = places[int(rng.random() * len(places))].name if places else None
@@ -250,8 +297,18 @@ def build_world(seed: int, doc_tokens: int, rng: random.Random) -> World:
     for p in places:
         acc += p.weight
         cum_places.append(acc)
+    return places, cum_places
 
-    ids_taken: set[str] = set()
+
+def _people(
+    rng: random.Random,
+    names: NameGrammar,
+    n_people: int,
+    n_places: int,
+    start_year: int,
+    n_ch: int,
+    ids_taken: set[str],
+) -> list[Person]:
     nicknames = list(NICKNAMES)
     rng.shuffle(nicknames)
     people: list[Person] = []
@@ -280,9 +337,14 @@ def build_world(seed: int, doc_tokens: int, rng: random.Random) -> World:
                 near_miss_of=near_of,
             )
         )
+    return people
 
-    events: list[Event] = []
-    by_age = sorted(range(n_people), key=lambda j: (people[j].birth_year, j))
+
+def _homes_and_static_facts(
+    rng: random.Random, people: list[Person], cum_places: list[float], n_ch: int, events: list
+) -> None:
+    """Mentor, homes over time, and when birth, permit and mentor are told."""
+    by_age = sorted(range(len(people)), key=lambda j: (people[j].birth_year, j))
     birth_sorted = [people[j].birth_year for j in by_age]
     for p in people:
         # Mentor: someone at least 13 years older, so the story stays plausible.
@@ -306,7 +368,19 @@ def build_world(seed: int, doc_tokens: int, rng: random.Random) -> World:
             start = max(p.intro, people[p.mentor].intro)
             events.append(Event(_later(rng, start, n_ch), "mentor", p.id))
 
+
+def _organisations(
+    rng: random.Random,
+    names: NameGrammar,
+    people: list[Person],
+    n_orgs: int,
+    n_places: int,
+    start_year: int,
+    n_ch: int,
+    events: list,
+) -> list[Organisation]:
     orgs: list[Organisation] = []
+    n_people = len(people)
     seniors = sorted(range(n_people), key=lambda j: (people[j].birth_year, j))
     for i in range(n_orgs):
         founder = seniors[int(rng.random() * max(1, n_people // 2))]
@@ -322,7 +396,12 @@ def build_world(seed: int, doc_tokens: int, rng: random.Random) -> World:
         orgs.append(org)
         events.append(Event(_later(rng, people[founder].intro, n_ch), "founding", org.id))
         events.append(Event(rng.random() * n_ch, "seat", org.id))
+    return orgs
 
+
+def _employment(
+    rng: random.Random, people: list[Person], n_orgs: int, n_ch: int, events: list
+) -> None:
     for p in people:
         org = int(rng.random() * n_orgs)
         p.employment.append((p.intro, org, ROLES[int(rng.random() * len(ROLES))]))
@@ -336,7 +415,18 @@ def build_world(seed: int, doc_tokens: int, rng: random.Random) -> World:
         for k, (t, _, _) in enumerate(p.employment):
             events.append(Event(t, "employment", p.id, k))
 
+
+def _artefacts(
+    rng: random.Random,
+    names: NameGrammar,
+    people: list[Person],
+    n_arts: int,
+    n_ch: int,
+    ids_taken: set[str],
+    events: list,
+) -> list[Artefact]:
     arts: list[Artefact] = []
+    n_people = len(people)
     intro_order = sorted(range(n_people), key=lambda j: (people[j].intro, j))
     intro_sorted = [people[j].intro for j in intro_order]
     for i in range(n_arts):
@@ -373,20 +463,37 @@ def build_world(seed: int, doc_tokens: int, rng: random.Random) -> World:
             events.append(Event(t, "owner", art.id, k))
         events.append(Event(_later(rng, max(t0, people[maker].intro), n_ch), "maker", art.id))
         events.append(Event(_later(rng, t0, n_ch), "mark", art.id))
+    return arts
 
-    # Ties in time are broken by kind and ids so the order never depends on anything else.
-    events.sort(key=lambda e: (e.time, e.kind, e.subject, e.index))
-    return World(
-        seed=seed,
-        n_chapters=n_ch,
-        start_year=start_year,
-        chapter_dates=dates,
-        people=people,
-        places=places,
-        organisations=orgs,
-        artefacts=arts,
-        events=events,
-    )
+
+def _give_epithets(rng: random.Random, people: list[Person]) -> None:
+    """About half of the people without a nickname get a unique epithet."""
+    pairs = [(a, n) for a in EPITHET_ADJECTIVES for n in EPITHET_NOUNS]
+    taken: set[tuple[str, str]] = set()
+    for p in people:
+        if p.nickname or rng.random() >= 0.5:
+            continue
+        for _ in range(8):
+            pair = pairs[int(rng.random() * len(pairs))]
+            if pair not in taken:
+                taken.add(pair)
+                p.epithet = f"the {pair[0]} {pair[1]}"
+                break
+
+
+def _add_namesakes(names: NameGrammar, world: World) -> None:
+    for p in world.people:
+        family = names.near_miss(p.family)
+        if family is not None:
+            world.namesake_family[p.id] = family
+    for a in world.artefacts:
+        root = names.near_miss(a.root)
+        if root is not None:
+            world.namesake_art_root[a.id] = root
+    for g in world.organisations:
+        root = names.near_miss(g.root)
+        if root is not None:
+            world.namesake_org_root[g.id] = root
 
 
 def _later(rng: random.Random, start: float, n_ch: int) -> float:

@@ -1,0 +1,222 @@
+"""Hard negatives: sentences in the relations' own shapes that are not facts of the world.
+
+Every distractor reuses a verb phrase of the document's split. Six kinds change what the
+sentence means (negated, planned and cancelled, rumoured then denied, corrected, hypothetical,
+quoted claim); their value is always false for the subject in the world (a town the person never
+lived in, an organisation they never worked for, a look-alike ID, ...), so no reading of them can
+move a gold answer. The seventh kind states a plain fact about a near-namesake: a name one edit
+away from a real person, object or organisation that no entity of the world carries.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from typing import TYPE_CHECKING
+
+from .filler import article, look_alike
+from .grammar import DISTRACTOR_WRAPPERS, NO_PLANNED, RELATION_SLOTS, TIMED
+from .world import ROLES
+
+if TYPE_CHECKING:
+    from .render import Ref, Renderer, Unit
+
+KIND_WEIGHTS: dict[str, float] = {
+    "negated": 3,
+    "planned": 2,
+    "rumoured": 2,
+    "corrected": 2,
+    "hypothetical": 2,
+    "quoted": 2,
+    "namesake": 2,
+}
+RELATION_WEIGHTS: dict[str, float] = {
+    "residence": 4,
+    "employment": 3,
+    "owner": 3,
+    "maker": 1,
+    "mentor": 1,
+    "birth": 1,
+    "founding": 1,
+    "seat": 1,
+    "permit": 1,
+    "mark": 1,
+}
+# Distractors per chapter: this share of the chapter's needles, plus 0-2.
+PER_NEEDLE = 0.6
+
+
+class DistractorMaker:
+    """Draws a chapter's distractors from the renderer's random stream and tables."""
+
+    def __init__(self, r: Renderer) -> None:
+        self.r = r
+        w = r.w
+        self.kinds = list(KIND_WEIGHTS)
+        self.kind_cum = list(itertools.accumulate(KIND_WEIGHTS.values()))
+        self.relations = list(RELATION_WEIGHTS)
+        self.relation_cum = list(itertools.accumulate(RELATION_WEIGHTS.values()))
+        # Membership-only sets (never iterated): what is true of whom at any time.
+        self.lived_in = [{pl for _, pl in p.residence} | {p.birthplace} for p in w.people]
+        self.worked_for = [{g for _, g, _ in p.employment} for p in w.people]
+        self.owned_by = [{o for _, o in a.owners} for a in w.artefacts]
+        self.wrapper_index = {w: i for ws in DISTRACTOR_WRAPPERS.values() for i, w in enumerate(ws)}
+        from .render import Unit  # render imports this module
+
+        self.unit_class = Unit
+
+    def _weighted(self, items: list[str], cum: list[float]) -> str:
+        return items[min(len(items) - 1, bisect.bisect_right(cum, self.r.rnd() * cum[-1]))]
+
+    def chapter_distractors(self, n_needles: int) -> list[Unit]:
+        n = int(n_needles * PER_NEEDLE) + int(self.r.rnd() * 3)
+        out = []
+        for _ in range(n):
+            u = self.one()
+            if u is not None:
+                out.append(u)
+        return out
+
+    def one(self) -> Unit | None:
+        """One distractor, or None when the drawn subject has no false value to offer."""
+        r, Unit = self.r, self.unit_class
+        kind = self._weighted(self.kinds, self.kind_cum)
+        relation = self._weighted(self.relations, self.relation_cum)
+        if kind == "planned" and relation in NO_PLANNED:
+            relation = "residence"
+        # A third of the changing relations' distractors use the initial-state phrases.
+        initial = relation in TIMED and r.rnd() < 0.33
+        vp = r.pick(r.grammar.phrases(relation, initial))
+        drawn = self.false_fields(relation)
+        if drawn is None:
+            return None
+        sid, fields, value, detail, refs = drawn
+        subject_slot = RELATION_SLOTS[relation][0]
+        unit = Unit("", kind, relation, fields.get(subject_slot, ""), value, detail)
+        for ref in refs:
+            unit.remote.extend(ref.remote)
+        if kind == "namesake":
+            return self.namesake(unit, vp, sid, fields)
+        prefix, suffix, form = wrapper = r.pick(r.grammar.wrappers[kind])
+        unit.shape = f"{relation}/{vp.tag}/{kind}{self.wrapper_index[wrapper]}"
+        if "{X}" in prefix + suffix:
+            claimant = self.claimant(sid if subject_slot == "S" else -1)
+            unit.remote.extend(claimant.remote)
+            prefix = prefix.replace("{X}", claimant.text)
+            suffix = suffix.replace("{X}", claimant.text)
+        # No pronoun after a named claimant: "X told everyone that she ..." would be ambiguous.
+        pronoun_ok = vp.subject_first and "{X}" not in wrapper[0]
+        if subject_slot == "S":
+            ref = r.person_ref(sid, pronoun_ok)
+        else:
+            ref = r.thing_ref(subject_slot, sid, pronoun_ok)
+        fields[subject_slot] = ref.text
+        sentence, _ = r.compose(vp, form, fields, prefix, suffix)
+        remote = unit.remote
+        r.with_subject(unit, subject_slot, sid, ref, sentence)
+        unit.remote = remote + unit.remote
+        return unit
+
+    def claimant(self, not_pid: int) -> Ref:
+        r = self.r
+        x = r.pick(r.cast)
+        if x == not_pid:
+            x = (x + 1) % len(r.person_names)
+        return r.other_ref(x)
+
+    def namesake(self, unit: Unit, vp, sid: int, fields: dict[str, str]) -> Unit | None:
+        """The fact shape, about a text-only name one edit away from entity ``sid``."""
+        r, w = self.r, self.r.w
+        relation = unit.relation
+        slot = RELATION_SLOTS[relation][0]
+        if slot == "S":
+            family = w.namesake_family.get(sid)
+            if family is None:
+                return None
+            p = w.people[sid]
+            name = f"{p.given} {family}" if r.rnd() < 0.6 else f"{p.honorific} {family}"
+        elif slot == "O":
+            root = w.namesake_art_root.get(sid)
+            if root is None:
+                return None
+            name = f"the {root} {w.artefacts[sid].thing}"
+        else:
+            root = w.namesake_org_root.get(sid)
+            if root is None:
+                return None
+            name = f"the {root} {w.organisations[sid].kind}"
+        fields[slot] = name
+        frame, f = r.frame()
+        sentence, adv = r.compose(vp, "PAST", fields, frame)
+        unit.text, unit.local, unit.subject = sentence, [(0, len(sentence))], name
+        unit.shape = f"{relation}/{vp.tag}/frame{f}/{adv}"
+        unit.change = relation in TIMED and not vp.initial
+        return unit
+
+    def false_fields(self, relation: str):
+        """(subject id, slot fields, value, detail, person refs) with a value that is false
+        for that subject at every time of the story; None when the draw hit a true value."""
+        r, w = self.r, self.r.w
+        rnd = r.rnd
+        if relation in ("owner", "maker", "mark"):
+            aid = r.pick(r.arts)
+            fields = {"O": r.art_names[aid]}
+            if relation == "mark":
+                token = look_alike(rnd, r.all_ids)
+                return (
+                    None if token in r.real_ids else (aid, {**fields, "ID": token}, token, None, [])
+                )
+            y = r.pick(r.cast)
+            if relation == "owner" and y in self.owned_by[aid]:
+                return None
+            if relation == "maker" and y == w.artefacts[aid].maker:
+                return None
+            ref = r.other_ref(y)
+            fields["Y" if relation == "owner" else "M"] = ref.text
+            return aid, fields, ref.resolved, None, [ref]
+        if relation in ("founding", "seat"):
+            gid = r.pick(r.orgs)
+            g = w.organisations[gid]
+            fields = {"G": r.org_names[gid]}
+            if relation == "seat":
+                pl = int(rnd() * len(r.place_names))
+                place = r.place_names[pl]
+                return None if pl == g.seat else (gid, {**fields, "P": place}, place, None, [])
+            f = r.pick(r.cast)
+            if f == g.founder:
+                return None
+            ref = r.other_ref(f)
+            year = str(g.founded_year + 1 + int(rnd() * 9))
+            return gid, {**fields, "F": ref.text, "Y4": year}, ref.resolved, year, [ref]
+        return self._person_false(relation)
+
+    def _person_false(self, relation: str):
+        r, w = self.r, self.r.w
+        rnd = r.rnd
+        pid = r.pick(r.cast)
+        p = w.people[pid]
+        fields = {"S": ""}
+        if relation in ("residence", "birth"):
+            pl = int(rnd() * len(r.place_names))
+            if pl in self.lived_in[pid]:
+                return None
+            place = r.place_names[pl]
+            if relation == "residence":
+                return pid, {**fields, "P": place}, place, None, []
+            year = str(p.birth_year - 1 - int(rnd() * 9))
+            return pid, {**fields, "P": place, "Y4": year}, place, year, []
+        if relation == "employment":
+            g = int(rnd() * len(r.org_names))
+            if g in self.worked_for[pid]:
+                return None
+            role = r.pick(ROLES)
+            fields.update(G=r.org_names[g], R=article(role))
+            return pid, fields, r.org_names[g], role, []
+        if relation == "mentor":
+            m = r.pick(r.cast)
+            if m in (pid, p.mentor):
+                return None
+            ref = r.other_ref(m)
+            return pid, {**fields, "M": ref.text}, ref.resolved, None, [ref]
+        token = look_alike(rnd, r.all_ids)  # permit
+        return None if token in r.real_ids else (pid, {**fields, "ID": token}, token, None, [])
