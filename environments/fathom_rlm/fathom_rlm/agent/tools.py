@@ -39,6 +39,7 @@ from fathom_rlm.agent.turns import ToolCall, normalize_assistant, run_turns
 _RANGE = re.compile(r"\s*(\d{1,12})\s*:\s*(\d{1,12})\s*")
 _IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _ARGS_SLACK = 4_096  # room for JSON quoting around the largest allowed argument
+_MAX_JSON_DEPTH = 32  # the arguments are a flat object; anything deeper is not a valid call
 
 
 class ToolError(Exception):
@@ -110,12 +111,7 @@ def parse_arguments(name: str, raw: Any, caps: RolloutCaps) -> dict[str, str]:
     elif isinstance(raw, str):
         if len(raw) > max(caps.max_code_chars, caps.max_prompt_chars) + _ARGS_SLACK:
             raise ToolError(f"arguments for {name} are too long ({len(raw):,} characters).")
-        try:
-            args = json.loads(raw)
-        except ValueError as exc:
-            raise ToolError(
-                f"arguments for {name} are not valid JSON ({exc.msg}). Expected {usage}."
-            ) from None
+        args = _load_json(name, raw, usage)
     else:
         raise ToolError(f"arguments for {name} must be a JSON object. Expected {usage}.")
     if not isinstance(args, dict):
@@ -123,15 +119,19 @@ def parse_arguments(name: str, raw: Any, caps: RolloutCaps) -> dict[str, str]:
     missing = [k for k in expected if k not in args]
     if missing:
         raise ToolError(f"{name} is missing {', '.join(missing)}. Expected {usage}.")
-    extra = sorted(str(k) for k in args if k not in expected)
+    extra = [repr(str(k)[:40]) for k in args if k not in expected]
     if extra:
-        raise ToolError(f"{name} got unexpected arguments {', '.join(extra)}. Expected {usage}.")
+        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        raise ToolError(f"{name} got unexpected arguments {shown}. Expected {usage}.")
     for key in expected:
         if not isinstance(args[key], str):
             kind = type(args[key]).__name__
             raise ToolError(f"{name} argument {key} must be a string, not {kind}.")
         if not args[key].strip():
             raise ToolError(f"{name} argument {key} is empty.")
+        if not _encodable(args[key]):
+            # A lone surrogate ("\ud800" in JSON) cannot cross the sandbox pipe as UTF-8.
+            raise ToolError(f"{name} argument {key} contains characters that are not valid text.")
     if name == "repl" and len(args["code"]) > caps.max_code_chars:
         raise ToolError(
             f"code is {len(args['code']):,} characters; the limit is {caps.max_code_chars:,}."
@@ -142,6 +142,62 @@ def parse_arguments(name: str, raw: Any, caps: RolloutCaps) -> dict[str, str]:
             f"{caps.max_prompt_chars:,}. Pass the text through slice instead."
         )
     return args
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _load_json(name: str, raw: str, usage: str) -> Any:
+    """`json.loads`, with every way it can fail on model text turned into a ToolError.
+
+    Deep nesting raises RecursionError (not a ValueError) and lone surrogates can surface later as
+    UnicodeError, so those are refused here; the rollout must never see them as exceptions.
+    """
+    if _nesting_depth(raw) > _MAX_JSON_DEPTH:
+        raise ToolError(
+            f"arguments for {name} are nested more than {_MAX_JSON_DEPTH} levels deep. "
+            f"Expected {usage}."
+        )
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ToolError(
+            f"arguments for {name} are not valid JSON ({exc.msg}). Expected {usage}."
+        ) from None
+    except (ValueError, RecursionError) as exc:  # e.g. an integer literal with 5,000 digits
+        reason = str(exc).split(";")[0][:80] or type(exc).__name__
+        raise ToolError(
+            f"arguments for {name} are not valid JSON ({reason}). Expected {usage}."
+        ) from None
+
+
+def _nesting_depth(raw: str) -> int:
+    """Deepest bracket nesting outside strings; a cheap upper bound before parsing."""
+    if raw.count("[") + raw.count("{") <= _MAX_JSON_DEPTH:
+        return 0  # cannot be deeper than the number of opening brackets
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 def parse_slice(spec: str, document_chars: int) -> tuple[int, int] | str:
@@ -283,7 +339,14 @@ class RolloutTools:
                 available = ", ".join(names)
                 shown = "(no name)" if name is None else repr(name[:40])
                 raise ToolError(f"unknown tool {shown}. Available tools: {available}.")
-            args = parse_arguments(name, call.arguments, self.caps)
+            try:
+                args = parse_arguments(name, call.arguments, self.caps)
+            except ToolError:
+                raise
+            except Exception as exc:  # a shape no check foresaw is still the model's mistake
+                raise ToolError(
+                    f"arguments for {name} could not be read ({type(exc).__name__})."
+                ) from None
             if name == "repl":
                 output = await self._repl(ctx, args["code"])
             else:
