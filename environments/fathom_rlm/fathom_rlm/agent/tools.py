@@ -119,7 +119,7 @@ def parse_arguments(name: str, raw: Any, caps: RolloutCaps) -> dict[str, str]:
     missing = [k for k in expected if k not in args]
     if missing:
         raise ToolError(f"{name} is missing {', '.join(missing)}. Expected {usage}.")
-    extra = [repr(str(k)[:40]) for k in args if k not in expected]
+    extra = [str(k)[:40] for k in args if k not in expected]
     if extra:
         shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
         raise ToolError(f"{name} got unexpected arguments {shown}. Expected {usage}.")
