@@ -33,7 +33,7 @@ from fathom_rlm.agent import (
     ToolSchema,
     tool_schemas,
 )
-from fathom_rlm.agent.loop import initial_messages
+from fathom_rlm.agent.loop import TIME_BUDGET, initial_messages
 
 TOOLS_KEY = "fathom_tools"
 RECORD_KEY = "fathom_record"
@@ -148,6 +148,9 @@ class FathomLegacyEnv(vf.MultiTurnEnv):
             # The advertised tools are the core's root schemas; the core answers every call.
             tool_defs=_tool_defs(tool_schemas(0, self.caps)),
             max_turns=self.caps.max_turns,
+            # verifiers cancels the whole rollout (model calls, tools, sub-calls) past this and
+            # marks it "timeout_reached"; the cleanup handler still records and closes it.
+            timeout_seconds=self.caps.time_budget_s,
             env_args=args.as_dict(),
             **kwargs,
         )
@@ -220,6 +223,8 @@ class FathomLegacyEnv(vf.MultiTurnEnv):
 
 
 def _ended_by(stop_condition: str | None) -> str:
+    if stop_condition == "timeout_reached":
+        return TIME_BUDGET
     return "max_turns" if stop_condition in (None, "max_turns_reached") else str(stop_condition)
 
 

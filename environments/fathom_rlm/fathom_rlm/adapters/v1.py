@@ -90,6 +90,7 @@ class FathomTasksetConfig(vf.TasksetConfig):
     max_prompt_chars: int = _DEFAULTS.max_prompt_chars
     max_sub_answer_chars: int = _DEFAULTS.max_sub_answer_chars
     max_tool_calls_per_turn: int = _DEFAULTS.max_tool_calls_per_turn
+    time_budget_s: float | None = _DEFAULTS.time_budget_s
 
     def arguments(self) -> FathomArguments:
         names = FathomArguments.__dataclass_fields__
