@@ -141,23 +141,36 @@ def render_report(results: dict[str, Any]) -> str:
         for e in errors:
             text = e["error"].replace("|", "\\|").replace("\n", " ")
             lines.append(f"| {e['policy']} | {e['task']} | {e['family']} | {text} |")
-    lines += ["", f"Chart: `{CHART_NAME}` (accuracy against mean total tokens per rollout)."]
+    if results.get("chart", CHART_NAME):
+        lines += ["", f"Chart: `{CHART_NAME}` (accuracy against mean total tokens per rollout)."]
+    else:
+        lines += ["", "No chart: no policy completed a rollout with a token count."]
     return "\n".join(lines) + "\n"
 
 
-def plot_accuracy_vs_tokens(results: dict[str, Any], path: Path) -> Path:
-    """Mean correctness against mean total tokens per policy, both with their intervals."""
+def chart_points(results: dict[str, Any]) -> list[tuple[str, Estimate, Estimate]]:
+    """(policy, accuracy, total tokens) for every policy with completed rollouts that used
+    tokens; an empty list means there is nothing to draw."""
+    points = []
+    for name, p in results["policies"].items():
+        acc, tok = _estimate(p["rewards"]["correctness"]), _estimate(p["metrics"]["total_tokens"])
+        if tok.n and tok.mean > 0:
+            points.append((name, acc, tok))
+    return points
+
+
+def plot_accuracy_vs_tokens(results: dict[str, Any], path: Path) -> Path | None:
+    """Mean correctness against mean total tokens per policy, both with their intervals; draws
+    nothing (and returns None) when no policy has a point to show."""
+    points = chart_points(results)
+    if not points:
+        return None
     import matplotlib
 
     matplotlib.use("Agg")  # files only; never needs a display
     import matplotlib.pyplot as plt
 
     cfg = results["config"]
-    points = []
-    for name, p in results["policies"].items():
-        acc, tok = _estimate(p["rewards"]["correctness"]), _estimate(p["metrics"]["total_tokens"])
-        if tok.n and tok.mean > 0:
-            points.append((name, acc, tok))
     fig, ax = plt.subplots(figsize=(10, 5.6), layout="constrained")
     markers = "osD^v<>pPXh*"
     colors = plt.get_cmap("tab20").colors
@@ -190,10 +203,9 @@ def plot_accuracy_vs_tokens(results: dict[str, Any], path: Path) -> Path:
             color="0.25",
         )
     ax.set_xscale("log")
-    if points:
-        lows = [min(t.low, t.mean) for _, _, t in points if t.low > 0] or [1.0]
-        highs = [max(t.high, t.mean) for _, _, t in points]
-        ax.set_xlim(min(lows) / 1.8, max(highs) * 1.8)
+    lows = [min(t.low, t.mean) for _, _, t in points if t.low > 0] or [1.0]
+    highs = [max(t.high, t.mean) for _, _, t in points]
+    ax.set_xlim(min(lows) / 1.8, max(highs) * 1.8)
     ax.set_ylim(-0.05, 1.15)
     ax.set_xlabel("mean total tokens per rollout (log scale; root + sub-calls)")
     ax.set_ylabel("accuracy (mean correctness)")

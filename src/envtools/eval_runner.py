@@ -17,8 +17,9 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fathom_rlm.adapters.scoring import document_text
 from fathom_rlm.agent import ChatFn, ChatReply, RolloutCaps, run_rollout
-from fathom_rlm.documents import build_split, get_document
+from fathom_rlm.documents import build_split
 from fathom_rlm.rewards import RewardConfig, score_rollout
 
 from envtools.policies import fathom
@@ -226,12 +227,15 @@ async def run_one(
     transcript: list[dict[str, Any]] = []
     start = time.perf_counter()
     try:
-        document = get_document(int(row["seed"]), int(row["doc_tokens"])).text
+        # Generated in a worker thread (once per seed even when rollouts ask at the same time),
+        # so a new document never stalls the other rollouts on the event loop.
+        document = await document_text(row)
         record = await asyncio.wait_for(
             run_rollout(document, row["question"], contender.chat, caps, transcript=transcript),
             timeout_s,
         )
-        scores = score_rollout(record, row, RewardConfig.from_caps(caps), document=document)
+        config = RewardConfig.from_caps(caps)
+        scores = await asyncio.to_thread(score_rollout, record, row, config, document=document)
     except Exception as exc:  # any policy, endpoint or tool failure stays with this rollout
         out["error"] = _error_text(exc)
         out["root_turns_before_error"] = sum(m.get("role") == "assistant" for m in transcript)

@@ -9,10 +9,13 @@ sandbox and reward, in this process: a scripted policy is called directly as the
 model is reached with the `openai` async client. A rollout that fails (the policy raises, the
 endpoint errors, the rollout times out) is recorded with its error and scores 0 on every reward
 component; the run goes on. Tool mistakes inside a rollout are not failures: the loop answers them
-with an error message and they are counted in `tool_errors`.
+with an error message and they are counted in `tool_errors`. Failed rollouts make the command exit
+1 with one line saying why (the count and the first error), unless `--max-failed-share` allows
+that share; bad arguments exit 2.
 
 Outputs under `--out`: report.md (also printed to stdout), results.json, rollouts.jsonl (one small
-summary per rollout, never the document) and accuracy_vs_tokens.png.
+summary per rollout, never the document) and accuracy_vs_tokens.png (only when some policy
+completed rollouts; there is nothing to draw otherwise).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from envtools.eval_report import (
     CHART_NAME,
     METRIC_KEYS,
     REWARD_KEYS,
+    chart_points,
     plot_accuracy_vs_tokens,
     render_report,
     summarize,
@@ -75,6 +79,7 @@ __all__ = [
     "build_parser",
     "endpoint_contender",
     "evaluate",
+    "failure_line",
     "main",
     "openai_chat",
     "plot_accuracy_vs_tokens",
@@ -147,14 +152,39 @@ def run_evaluation(
             {k: r[k] for k in ("policy", "task", "family", "error")} for r in rollouts if r["error"]
         ],
     }
+    # A chart is drawn only when some policy completed rollouts; an old one is never left behind
+    # to be mistaken for this run's.
+    results["chart"] = CHART_NAME if chart_points(results) else None
     out_dir.mkdir(parents=True, exist_ok=True)
     with (out_dir / "rollouts.jsonl").open("w") as f:
         for r in rollouts:
             f.write(json.dumps(r) + "\n")
     (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out_dir / "report.md").write_text(render_report(results))
-    plot_accuracy_vs_tokens(results, out_dir / CHART_NAME)
+    if results["chart"]:
+        plot_accuracy_vs_tokens(results, out_dir / CHART_NAME)
+    else:
+        (out_dir / CHART_NAME).unlink(missing_ok=True)
     return results
+
+
+def failure_line(results: dict[str, Any], max_failed_share: float) -> str | None:
+    """One line saying why the run failed, or None when the failed share is within the limit."""
+    policies = results["policies"]
+    total = sum(p["rollouts"] for p in policies.values())
+    failed = sum(p["errors"] for p in policies.values())
+    if total == 0:
+        return "error: no rollout ran"
+    if failed / total <= max_failed_share:
+        return None
+    first = results["errors"][0]
+    reason = " ".join(str(first["error"]).split())[:300]
+    every = [name for name, p in policies.items() if p["rollouts"] and p["errors"] == p["rollouts"]]
+    which = f"; every rollout of {', '.join(every)} failed" if every else ""
+    return (
+        f"error: {failed} of {total} rollouts failed (allowed share {max_failed_share:g}){which};"
+        f" first ({first['policy']}, task {first['task']}): {reason}"
+    )
 
 
 def _parse_names(text: str) -> list[str]:
@@ -185,6 +215,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per rollout"
     )
+    parser.add_argument(
+        "--max-failed-share",
+        type=float,
+        default=0.0,
+        help="share of rollouts (0 to 1) that may fail (an error, not a low score) before the "
+        "command exits non-zero (default %(default)s: any failure does)",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--model", help="model name served at --base-url")
     parser.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://host:8000/v1")
@@ -203,6 +240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if (args.model is None) != (args.base_url is None):
         print("error: --model and --base-url go together", file=sys.stderr)
+        return 2
+    if not 0.0 <= args.max_failed_share <= 1.0:
+        print("error: --max-failed-share must be between 0 and 1", file=sys.stderr)
         return 2
     if args.resamples < 1000:
         print("error: --resamples must be at least 1000", file=sys.stderr)
@@ -267,11 +307,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         shutdown_fork_servers()
     print(render_report(results), end="")
+    chart = f", {CHART_NAME}" if results["chart"] else " (no chart: nothing completed)"
     print(
-        f"\nwrote {args.out}/report.md, results.json, rollouts.jsonl, {CHART_NAME} "
+        f"\nwrote {args.out}/report.md, results.json, rollouts.jsonl{chart} "
         f"in {results['environment']['wall_s']:.0f} s",
         file=sys.stderr,
     )
+    failure = failure_line(results, args.max_failed_share)
+    if failure is not None:
+        print(failure, file=sys.stderr)
+        return 1
     return 0
 
 

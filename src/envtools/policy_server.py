@@ -285,6 +285,7 @@ class PolicyServer:
             return error.status, error.body
         except ValueError as error:
             # A policy that cannot answer this request (e.g. a question it has no data for).
+            print(f"policy refused: {error}", file=sys.stderr)
             return 422, HttpError(422, str(error)).body
         except Exception as error:
             print(f"policy error: {error!r}", file=sys.stderr)
