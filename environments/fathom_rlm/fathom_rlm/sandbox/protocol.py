@@ -27,12 +27,13 @@ FRAME_OVERHEAD = 64 * 1024
 _REPLACE_ERRORS = "fathom-sandbox-replace"
 
 
-def _replace_with_fffd(error: UnicodeError) -> tuple[str, int]:
+def _replace_with_fffd(error: UnicodeError) -> tuple[bytes, int]:
     # A lone surrogate cannot be UTF-8: it becomes U+FFFD, one per code point, so text made by
-    # model code (a print, an exception message, an llm() prompt) always encodes.
+    # model code (a print, an exception message, an llm() prompt) always encodes. The UTF-8
+    # encoder takes only ASCII str replacements, so the replacement is given as bytes.
     if not isinstance(error, UnicodeEncodeError):
         raise error
-    return "\ufffd" * (error.end - error.start), error.end
+    return "\ufffd".encode() * (error.end - error.start), error.end
 
 
 codecs.register_error(_REPLACE_ERRORS, _replace_with_fffd)
