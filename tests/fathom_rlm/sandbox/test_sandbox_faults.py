@@ -184,7 +184,7 @@ def test_variable_with_surrogates_reads_as_valid_text() -> None:
             value = await session.read_variable("s")
             with pytest.raises(session_module.SandboxError, match="the limit is 100"):
                 await session.read_variable("big", max_chars=100)
-            with pytest.raises(session_module.SandboxError, match="the limit is 2,000,000"):
+            with pytest.raises(session_module.SandboxError, match="the limit is 1,000,000"):
                 await session.read_variable("big")
             after = await session.run("print(kept)")
             return value, after

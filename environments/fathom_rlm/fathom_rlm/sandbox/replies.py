@@ -13,8 +13,6 @@ from typing import Any
 
 from . import protocol
 
-# Frames above this many bytes are decoded on a worker thread, not on the event loop.
-DECODE_ON_LOOP_MAX = 256 * 1024
 _LOST = "variables from earlier calls are lost (`doc` is still available)"
 
 

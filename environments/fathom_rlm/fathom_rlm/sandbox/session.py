@@ -81,7 +81,7 @@ class SandboxConfig:
     max_llm_calls_per_run: int = 32  # further llm() calls in one run() are refused
     max_llm_calls_per_session: int | None = None  # None: no cap over the session's life
     max_llm_request_chars: int = 200_000  # prompt + text of one llm() from REPL code
-    max_read_chars: int = 2_000_000  # the longest variable read_variable() returns
+    max_read_chars: int = 1_000_000  # the longest variable read_variable() returns
 
 
 @dataclass
@@ -471,8 +471,8 @@ class SandboxSession:
         if size > cap:
             raise replies.ProtocolViolation(f"a {size:,}-byte message; the limit is {cap:,}")
         payload = await reader.readexactly(size)
-        if size > replies.DECODE_ON_LOOP_MAX:
-            return await asyncio.to_thread(replies.decode_frame, payload)
+        # Decoded here: json.loads holds the GIL, so a thread would stall the loop just as long
+        # (measured: longer). The caps keep a frame small enough (see docs/sandbox.md).
         return replies.decode_frame(payload)
 
     def _llm_refused(self, message: dict[str, Any], in_run: int) -> str | None:
