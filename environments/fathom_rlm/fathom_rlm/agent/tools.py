@@ -232,6 +232,12 @@ def _read_only(document: str, code: str, caps: RolloutCaps) -> Any:
     return run_read_only(document, code, caps.sandbox or _sandbox().SandboxConfig())
 
 
+async def _llm_only(document: str, code: str, caps: RolloutCaps, llm: Any) -> Any:
+    from fathom_rlm.sandbox.readonly import run_llm_only
+
+    return await run_llm_only(document, code, caps.sandbox or _sandbox().SandboxConfig(), llm)
+
+
 @dataclass
 class _Context:
     """One agent's view: its text (the document or a slice), its depth and its sandbox."""
@@ -381,8 +387,11 @@ class RolloutTools:
 
     async def _repl(self, ctx: _Context, code: str) -> str:
         if ctx.session is None:
-            # No state yet: a plain read of `doc` needs no worker (most sub-agents start so).
+            # No state yet: a plain read of `doc`, or one llm() over it, needs no worker (most
+            # sub-agents start so).
             result = _read_only(ctx.document, code, self.caps)
+            if result is None:
+                result = await _llm_only(ctx.document, code, self.caps, self._repl_llm(ctx))
             if result is not None:
                 if ctx.depth == 0:
                     self.record.touched_document = True

@@ -503,25 +503,7 @@ class SandboxSession:
         """The reply to one llm() request that passed the caps: the callback's answer."""
         assert self._llm is not None
         self._llm_calls_total += 1
-        prompt, text = message["prompt"], message["text"]
-        try:
-            if self.config.llm_timeout_s is None:
-                answer = await self._llm(prompt, text)
-            else:
-                async with asyncio.timeout(self.config.llm_timeout_s):
-                    answer = await self._llm(prompt, text)
-        except LLMRefused as exc:
-            return replies.llm_refusal(str(exc)[:2000] or "llm() was refused")
-        except TimeoutError:
-            error = f"llm() took longer than {self.config.llm_timeout_s} s"
-            return {"op": "llm_result", "ok": False, "error": error}
-        except Exception as exc:
-            # The text of an arbitrary error (a client's, with its URL) is not for the model.
-            error = f"llm() failed: {type(exc).__name__}"
-            return {"op": "llm_result", "ok": False, "error": error}
-        if not isinstance(answer, str):
-            return {"op": "llm_result", "ok": False, "error": "llm() callback returned no text"}
-        return {"op": "llm_result", "ok": True, "text": answer}
+        return await call_llm(self._llm, message["prompt"], message["text"], self.config)
 
     async def _exchange(self, request: dict[str, Any], reply_cap: int) -> tuple[dict, float, int]:
         """Send one request; serve llm() calls until the reply. Returns (reply, wait, llm calls).
@@ -711,6 +693,29 @@ class SandboxSession:
             llm_calls=0,
             worker_restarted=restarted is not None,
         )
+
+
+async def call_llm(
+    llm: LLMCallback, prompt: str, text: str, config: SandboxConfig
+) -> dict[str, Any]:
+    """Await the llm callback; the llm_result message a worker gets (errors included)."""
+    try:
+        if config.llm_timeout_s is None:
+            answer = await llm(prompt, text)
+        else:
+            async with asyncio.timeout(config.llm_timeout_s):
+                answer = await llm(prompt, text)
+    except LLMRefused as exc:
+        return replies.llm_refusal(str(exc)[:2000] or "llm() was refused")
+    except TimeoutError:
+        error = f"llm() took longer than {config.llm_timeout_s} s"
+        return {"op": "llm_result", "ok": False, "error": error}
+    except Exception as exc:
+        # The text of an arbitrary error (a client's, with its URL) is not for the model.
+        return {"op": "llm_result", "ok": False, "error": f"llm() failed: {type(exc).__name__}"}
+    if not isinstance(answer, str):
+        return {"op": "llm_result", "ok": False, "error": "llm() callback returned no text"}
+    return {"op": "llm_result", "ok": True, "text": answer}
 
 
 async def _exit_status(server: _ForkServer | None, token: str | None) -> dict[str, Any]:
