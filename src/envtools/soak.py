@@ -253,6 +253,11 @@ class TimedChat:
         self.seen: Counter[str] = Counter()
 
     async def __call__(self, messages: list[dict[str, Any]], tools: Any) -> ChatReply:
+        # Every request, root or sub-call, shows the tool results of its own agent so far: a
+        # sandbox that died under it (killed from outside) is seen here.
+        tool_text = " ".join(str(m.get("content")) for m in messages if m.get("role") == "tool")
+        if any(marker in tool_text for marker in _RESTART_MARKERS):
+            self.seen["sandbox_restart"] = 1
         start = time.perf_counter()
         try:
             reply = await self.chat(messages, tools)
@@ -319,6 +324,11 @@ async def one_rollout(
         faults_seen=dict(timed.seen),
     )
     return out
+
+
+# What a root tool message says when its sandbox worker died or could not start (killed from
+# outside, a dead fork server): such a rollout met a fault even if the model never did.
+_RESTART_MARKERS = ("SandboxCrash", "are lost", "REPL stopped", "could not start", "restarted")
 
 
 def _quantile(values: Sequence[float], q: float) -> float:

@@ -295,9 +295,10 @@ class _View:
                 fn = c.get("function") or {}
                 try:
                     args = json.loads(fn.get("arguments") or "{}")
-                except ValueError:
+                except (ValueError, RecursionError):  # a malformed call earlier in the chat
                     args = {}
                 if isinstance(args, dict):
+                    args = {k: v for k, v in args.items() if isinstance(v, str)}
                     calls.append(_Call(fn.get("name") or "", args, outputs.get(c.get("id"), "")))
         return cls(system, user, calls, turns)
 

@@ -207,3 +207,14 @@ def test_parse_arguments_never_raises_anything_but_tool_error() -> None:
             pass
         except Exception as exc:  # pragma: no cover - the failure this test exists for
             pytest.fail(f"{label}: {type(exc).__name__}: {exc}")
+
+
+def test_a_sandbox_that_cannot_start_is_a_tool_error() -> None:
+    from fathom_rlm.sandbox import SandboxConfig
+
+    # A start deadline no worker can meet: the real start fails with a SandboxError.
+    caps = RolloutCaps(sandbox=SandboxConfig(start_timeout_s=1e-6))
+    record, transcript = run([bulk([call("repl", json.dumps({"code": "x = 1"}))])], caps)
+    [output] = tool_messages(transcript)
+    assert output.startswith("Error: the REPL could not start")
+    assert record.ended_by == "answer" and record.final_answer == "Denhan"

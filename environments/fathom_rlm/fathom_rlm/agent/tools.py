@@ -374,11 +374,16 @@ class RolloutTools:
                     # A cell cannot use more sub-calls than the rollout has, so more llm()
                     # requests from one cell are refused in the worker without a round trip.
                     per_run = max(1, min(config.max_llm_calls_per_run, self.caps.max_sub_calls))
-                    ctx.session = await sandbox.SandboxSession.start(
-                        ctx.document,
-                        config=replace(config, max_llm_calls_per_run=per_run),
-                        llm=self._repl_llm(ctx),
-                    )
+                    try:
+                        ctx.session = await sandbox.SandboxSession.start(
+                            ctx.document,
+                            config=replace(config, max_llm_calls_per_run=per_run),
+                            llm=self._repl_llm(ctx),
+                        )
+                    except sandbox.SandboxError as exc:
+                        # E.g. the fork server was killed mid-start: this call fails, the next
+                        # one tries a fresh worker; the rollout goes on.
+                        raise ToolError(f"the REPL could not start ({exc}); try again.") from None
                     if self._closed:
                         # close() ran while the worker was starting and could not see it.
                         await _close_session(ctx)
