@@ -80,8 +80,8 @@ class _ForkServer:
         finally:
             child_sock.close()
         self.sock = parent_sock
-        # Re-entrant: a GC finalizer that kills a worker may run on a thread holding it.
-        self.lock = threading.RLock()
+        # Pairs each request with its reply (`_ask`); sends without a reply take no lock.
+        self.lock = threading.Lock()
         parent_sock.settimeout(timeout)
         try:
             hello = parent_sock.recv(1 << 16)
@@ -100,8 +100,9 @@ class _ForkServer:
         return self.proc.poll() is None
 
     def spawn(self, config: dict[str, Any], fds: list[int]) -> None:
-        with self.lock:
-            socket.send_fds(self.sock, [json.dumps(config).encode()], fds)
+        # No lock: a SEQPACKET message goes whole, and the event loop must never wait for a
+        # thread that holds the lock while it waits for a reply (`_ask`).
+        socket.send_fds(self.sock, [json.dumps(config).encode()], fds)
 
     def kill(self, token: str) -> None:
         """SIGKILL the worker spawned with `token`; for when no pidfd could be opened for it.
@@ -109,8 +110,7 @@ class _ForkServer:
         The fork server signals only a child it has not reaped yet, so the signal cannot reach
         a process that reused the worker's pid.
         """
-        with self.lock:
-            self.sock.send(json.dumps({"op": "kill", "token": token}).encode())
+        self.sock.send(json.dumps({"op": "kill", "token": token}).encode())  # no lock: see spawn
 
     def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
         """One request/reply over the control socket; SandboxError if the server is gone."""

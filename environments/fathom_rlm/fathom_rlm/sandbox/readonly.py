@@ -22,8 +22,8 @@ import re
 import time
 
 from . import protocol
+from .config import LLMCallback, ReplResult, SandboxConfig, call_llm
 from .restricted import OutputBuffer
-from .session import LLMCallback, ReplResult, SandboxConfig, call_llm
 
 
 def _slice(tag: str) -> str:
