@@ -119,6 +119,7 @@ def test_calls_in_flight_when_the_fork_server_dies_get_an_error_not_a_hang() -> 
 
     failed, again, fresh, old = asyncio.run(scenario())
     assert failed.error and failed.error.startswith("SandboxCrash:") and not failed.timed_out
+    assert "fork server stopped" in failed.error, failed.error
     assert again.worker_restarted and again.output.endswith(f"{len(DOC)}\n")
     assert fresh.output == "2\n" and _server_pid() != old
 
@@ -320,3 +321,28 @@ def test_frame_header_helper_matches_the_protocol() -> None:
 
     frame = protocol.encode_json({"op": "x"})
     assert frame[:5] == struct.pack(">IB", len(frame) - 5, 74)
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)", "killed by signal SIGSEGV"),
+        ("import os\nos._exit(7)", "exited with code 7"),
+        ("import os\nos._exit(12)", "MemoryError: the sandbox worker ran out of memory"),
+    ],
+    ids=["signal", "exit-code", "out-of-memory-exit"],
+)
+def test_worker_death_is_reported_by_its_cause(code: str, expected: str) -> None:
+    # The fork server reports how its child ended; the model reads the cause, here and in the
+    # restart note of the next call.
+    async def scenario():
+        async with await SandboxSession.start(
+            DOC, config=CONFIG, _allow_unsafe_exec_for_tests=True
+        ) as session:
+            result = await session._unsafe_exec_for_tests(code)
+            again = await session.run("print(1)")
+            return result, again
+
+    result, again = asyncio.run(scenario())
+    assert result.error and expected in result.error, result.error
+    assert again.worker_restarted and again.output.endswith("1\n")
