@@ -346,3 +346,23 @@ def test_worker_death_is_reported_by_its_cause(code: str, expected: str) -> None
     result, again = asyncio.run(scenario())
     assert result.error and expected in result.error, result.error
     assert again.worker_restarted and again.output.endswith("1\n")
+
+
+def test_a_worker_cannot_claim_it_touched_the_document() -> None:
+    # The reward gives nothing to answers reached without touching the document; a compromised
+    # worker's claim counts only for code that names `doc`.
+    fake = "send({'op': 'result', 'output': 'fake', 'touched_document': True})\n"
+
+    async def scenario():
+        async with await SandboxSession.start(
+            DOC, config=CONFIG, _allow_unsafe_exec_for_tests=True
+        ) as session:
+            lying = await session._unsafe_exec_for_tests(FRAMES + fake + "os._exit(0)")
+            gone = await session.run("n = len(doc)")  # that worker has exited meanwhile
+            honest = await session.run("n = len(doc)")
+            return lying, gone, honest
+
+    lying, gone, honest = asyncio.run(scenario())
+    assert lying.output == "fake" and not lying.touched_document
+    assert gone.error and gone.error.startswith("SandboxCrash:")
+    assert honest.touched_document and honest.error is None

@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import itertools
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -480,7 +481,11 @@ class SandboxSession:
             except BaseException as exc:
                 error, timed_out = await self._call_failed(exc)
                 return self._failure(started, error, timed_out=timed_out, restarted=restarted)
-            return self._result(reply, started, llm_wait, requests, restarted)
+            result = self._result(reply, started, llm_wait, requests, restarted)
+            # The reward asks whether any tool touched the document: a worker may only claim
+            # it for code that names `doc` (the worker checks the parsed cell; this is the text).
+            result.touched_document = result.touched_document and _names_doc(code)
+            return result
 
     async def _call_failed(self, exc: BaseException) -> tuple[str, bool]:
         """Stop the worker after a failed call; the model's error text and whether it timed out.
@@ -607,6 +612,13 @@ class SandboxSession:
             llm_calls=0,
             worker_restarted=restarted is not None,
         )
+
+
+_DOC_NAME = re.compile(r"\bdoc\b")
+
+
+def _names_doc(code: str) -> bool:
+    return _DOC_NAME.search(code) is not None
 
 
 async def _exit_status(server: _ForkServer | None, token: str | None) -> dict[str, Any]:
