@@ -65,9 +65,9 @@ def private_temp_root():
     """Work directories of this run go under a root of its own (checked empty per module)."""
     root = tempfile.mkdtemp(prefix="fathom-sandbox-tests-")
     os.chmod(root, 0o711)  # workers (another uid) must be able to enter their directory
-    previous, tempfile.tempdir = tempfile.tempdir, root
+    previous, session_module.WORKDIR_ROOT = session_module.WORKDIR_ROOT, root
     yield root
-    tempfile.tempdir = previous
+    session_module.WORKDIR_ROOT = previous
     shutil.rmtree(root, ignore_errors=True)
 
 

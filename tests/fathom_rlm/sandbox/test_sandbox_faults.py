@@ -26,8 +26,14 @@ DOC = "Orvel Dunmar keeps the ledger in Cadrith. " * 50
 CONFIG = SandboxConfig(call_timeout_s=5.0, kill_grace_s=1.0)
 
 
+def _server() -> session_module._ForkServer:
+    """The fork server sessions with CONFIG use (other modules may have started others)."""
+    return session_module._SERVERS[session_module._wants_netns(CONFIG)]
+
+
 def _server_pid() -> int:
-    (server,) = [s for s in session_module._SERVERS.values() if s.alive()]
+    server = _server()
+    assert server.alive()
     return server.proc.pid
 
 
@@ -72,7 +78,7 @@ def test_fork_server_survives_bursts_of_worker_exits() -> None:
 
     pids = asyncio.run(scenario())
     assert len(set(pids)) == 1, f"the fork server was replaced: {pids}"
-    (server,) = session_module._SERVERS.values()
+    server = _server()
     assert server.alive(), "the fork server died after the last burst"
     assert wait_until(lambda: children_of(server.proc.pid, zombies=True) == [])
 

@@ -66,6 +66,9 @@ _PIPE_MAX = 1 << 20  # the usual unprivileged ceiling (/proc/sys/fs/pipe-max-siz
 
 # Every working directory created and not yet removed (tests check it ends empty).
 _WORKDIRS: set[str] = set()
+# Where working directories are created (None: the system's temporary directory). Tests point
+# it at a root of their own so they only ever inspect their own directories.
+WORKDIR_ROOT: str | None = None
 _TOKENS = itertools.count(1)
 
 
@@ -238,7 +241,7 @@ class SandboxSession:
 
     async def _spawn_on(self, server: _ForkServer) -> None:
         self.isolation = _network_isolation(self.config, server.caps)
-        workdir = tempfile.mkdtemp(prefix="fathom-sandbox-")
+        workdir = tempfile.mkdtemp(prefix="fathom-sandbox-", dir=WORKDIR_ROOT)
         _WORKDIRS.add(workdir)
         self._handle.workdir = workdir
         os.chmod(workdir, 0o711)  # the worker may enter it but, not owning it, cannot write
