@@ -10,6 +10,9 @@ task, so requests are answered concurrently.
 
 From Python: `async with serve_policies() as base_url:` or, for synchronous code,
 `with policy_server_in_thread() as base_url:`.
+
+For robustness tests and the soak benchmark only, `--faults SPEC` (or `faults=`) injects dropped
+connections, slow replies, 500s, malformed tool calls and empty messages (see `envtools.faults`).
 """
 
 from __future__ import annotations

@@ -30,8 +30,6 @@ from fathom_rlm.adapters.scoring import document_text
 from fathom_rlm.agent import ChatFn, ChatReply, RolloutCaps, RolloutRecord, run_rollout
 from fathom_rlm.rewards import RewardConfig, score_rollout
 
-from envtools.eval_runner import openai_chat
-
 SANDBOX_DIR_PREFIX = "fathom-sandbox-"
 
 
@@ -383,7 +381,6 @@ async def soak(
     caps: RolloutCaps | None = None,
     model: str = "fathom-reference",
     request_timeout_s: float = 120.0,
-    max_retries: int = 0,
     rollout_timeout_s: float = 600.0,
     chaos: Chaos | None = None,
     keep_pids: Sequence[int] = (),
@@ -393,16 +390,16 @@ async def soak(
     `keep_pids`: processes this one started that are not the environment's (a policy server);
     they are left out of the memory peak and the leak check.
     """
-    import openai
+    # The v1 harness's own chat function (plain HTTP, no retries): the client verifiers gives
+    # a harness, without an SDK's per-request overhead in the measurement.
+    from fathom_rlm.adapters.harness import interception_chat, interception_client
     from fathom_rlm.sandbox import warm_up
 
     caps = caps or RolloutCaps()
     chaos = chaos or Chaos()
     await asyncio.to_thread(warm_up)  # the warm fork server is shared state, not a leak
-    client = openai.AsyncOpenAI(
-        base_url=base_url, api_key="EMPTY", timeout=request_timeout_s, max_retries=max_retries
-    )
-    chat = openai_chat(client, model)
+    client = interception_client(base_url, "EMPTY", request_timeout_s)
+    chat = interception_chat(client, model)
     before = Snapshot.take(keep_pids)
     gate = asyncio.Semaphore(concurrency)
 
@@ -422,7 +419,7 @@ async def soak(
                 chaos_task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await chaos_task
-                await client.close()
+                await client.aclose()
     wall = time.perf_counter() - started
     await asyncio.to_thread(warm_up)  # a killed fork server is replaced, as before the run
     left = await settle(before, keep_pids)

@@ -81,7 +81,9 @@ def test_faults_and_chaos_end_every_rollout_and_leak_nothing(
     assert injected["requests"] > 64 and sum(injected[k] for k in plan_faults(plan)) > 0
     errors = [r for r in report.rollouts if r["error"]]
     kinds = {r["error"].split(":")[0] for r in errors}
-    assert kinds <= {"cancelled", "APIConnectionError", "InternalServerError"}, kinds
+    # A reset connection surfaces as one of httpx's transport errors, a 500 as HTTPStatusError.
+    expected = {"cancelled", "HTTPStatusError", "RemoteProtocolError", "ReadError", "ConnectError"}
+    assert kinds <= expected, kinds
     cancelled = [r for r in errors if r["error"] == "cancelled"]
     assert len(cancelled) <= 8  # at most every eighth rollout, fewer if one ended first
     # A model-call error needs an injected drop or 500: nothing else failed a rollout.

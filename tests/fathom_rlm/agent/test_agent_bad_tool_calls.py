@@ -218,3 +218,15 @@ def test_a_sandbox_that_cannot_start_is_a_tool_error() -> None:
     [output] = tool_messages(transcript)
     assert output.startswith("Error: the REPL could not start")
     assert record.ended_by == "answer" and record.final_answer == "Denhan"
+
+
+def test_an_oversize_variable_as_slice_is_refused_without_copying_it() -> None:
+    make = call("repl", json.dumps({"code": "big = 'x' * 2_000_000\nsmall = doc[:100]"}))
+    use_big = call("llm", json.dumps({"prompt": "Where?", "slice": "big"}))
+    use_small = call("llm", json.dumps({"prompt": "Where?", "slice": "small"}))
+    record, transcript = run([bulk([make]), bulk([use_big, use_small])])
+    _, big, small = tool_messages(transcript)
+    assert big.startswith("Error: cannot use REPL variable 'big'")
+    assert "2,000,000" in big and "Slice it smaller first." in big
+    assert small == "Denhan"  # the same session goes on serving variables
+    assert record.ended_by == "answer"

@@ -436,9 +436,11 @@ class RolloutTools:
         if ctx.session is None:
             raise ToolError(f"no REPL variable named {name!r} (no variable has been assigned yet).")
         try:
-            value = await ctx.session.read_variable(name)
+            # Bounded in the worker: a huge variable is refused there, never copied over.
+            value = await ctx.session.read_variable(name, max_chars=self.caps.max_slice_chars)
         except _sandbox().SandboxError as exc:
-            raise ToolError(f"cannot use REPL variable {name!r}: {exc}") from None
+            hint = " Slice it smaller first." if "the limit is" in str(exc) else ""
+            raise ToolError(f"cannot use REPL variable {name!r}: {exc}.{hint}") from None
         if not isinstance(value, str):
             raise ToolError(f"REPL variable {name!r} is not a str.")
         if len(value) > self.caps.max_slice_chars:
