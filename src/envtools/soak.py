@@ -213,29 +213,32 @@ class Chaos:
     """Sandbox workers SIGKILLed from outside, spread over the run."""
     kill_fork_servers: int = 0
     """Times the sandbox fork server is SIGKILLed from outside."""
-    interval_s: float = 0.5
     killed: Counter[str] = field(default_factory=Counter)
 
-    async def run(self) -> None:
-        from fathom_rlm.sandbox import isolation_report
-
+    def schedule(self, n: int) -> dict[int, str]:
+        """Which rollout's start triggers which kill: spread evenly over the run (by rollouts
+        started, not by time, so every planned kill happens however fast the run goes)."""
         rng = random.Random(0)
         plan = ["worker"] * self.kill_workers + ["fork_server"] * self.kill_fork_servers
         rng.shuffle(plan)
-        for target in plan:
-            await asyncio.sleep(self.interval_s)
+        step = n / (len(plan) + 1)
+        return {int(step * (k + 1)): target for k, target in enumerate(plan)}
+
+    async def strike(self, target: str) -> None:
+        """SIGKILL one sandbox worker, or the fork server, from outside (by pid, like an OOM
+        killer would); waits a while for a victim, since between cells no worker may be alive."""
+        from fathom_rlm.sandbox import isolation_report
+
+        for _ in range(200):
             server = (await asyncio.to_thread(isolation_report))["fork_server_pid"]
-            if not isinstance(server, int):
-                continue
-            if target == "fork_server":
-                victims = [server]
-            else:
-                workers = descendants(server)
-                victims = [rng.choice(workers)] if workers else []
-            for pid in victims:
+            workers = descendants(server) if isinstance(server, int) else []
+            victims = [server] if target == "fork_server" else workers
+            if victims:
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+                    os.kill(random.choice(victims), signal.SIGKILL)
                     self.killed[target] += 1
+                return
+            await asyncio.sleep(0.05)
 
 
 # ---------------------------------------------------------------------------- rollouts
@@ -403,22 +406,26 @@ async def soak(
     before = Snapshot.take(keep_pids)
     gate = asyncio.Semaphore(concurrency)
 
+    strikes = chaos.schedule(n)
+    strike_tasks: list[asyncio.Task[None]] = []
+
     async def job(i: int) -> dict[str, Any]:
         async with gate:
             cancel = chaos.cancel_every > 0 and i % chaos.cancel_every == chaos.cancel_every - 1
+            if i in strikes:  # strikes while this and other rollouts are under way
+                strike_tasks.append(asyncio.create_task(chaos.strike(strikes[i])))
             row = rows[i % len(rows)]
             return await one_rollout(i, row, chat, caps, timeout_s=rollout_timeout_s, cancel=cancel)
 
     started = time.perf_counter()
     with MemorySampler(exclude=keep_pids) as memory:
         async with LagMonitor() as lag:
-            chaos_task = asyncio.create_task(chaos.run())
             try:
                 results = list(await asyncio.gather(*(job(i) for i in range(n))))
+                await asyncio.gather(*strike_tasks)
             finally:
-                chaos_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await chaos_task
+                for task in strike_tasks:
+                    task.cancel()
                 await client.aclose()
     wall = time.perf_counter() - started
     await asyncio.to_thread(warm_up)  # a killed fork server is replaced, as before the run
