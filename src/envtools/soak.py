@@ -317,7 +317,8 @@ async def one_rollout(
         out["error"] = f"{type(exc).__name__}: {exc}"[:300]
     wall = time.perf_counter() - start
     out.update(
-        ended_by=record.ended_by,
+        # A rollout that raised never finished its record: name how it ended instead.
+        ended_by=record.ended_by if out["error"] is None else out["error"].split(":")[0],
         tool_errors=record.tool_errors,
         wall_s=wall,
         model_s=timed.model_s,
