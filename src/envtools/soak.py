@@ -170,7 +170,10 @@ class Snapshot:
         for pid in keep:
             skip |= {pid, *descendants(pid, zombies=True)}
         processes = frozenset(p for p in descendants(zombies=True) if p not in skip)
-        base = Path(tempfile.gettempdir())
+        from fathom_rlm.sandbox import session
+
+        # Where the sandbox makes its working directories (its own root if one is set).
+        base = Path(getattr(session, "WORKDIR_ROOT", None) or tempfile.gettempdir())
         dirs = frozenset(p.name for p in base.glob(SANDBOX_DIR_PREFIX + "*"))
         return cls(processes, len(os.listdir("/proc/self/fd")), dirs)
 
