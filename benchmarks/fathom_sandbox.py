@@ -1,6 +1,11 @@
 """Benchmark the fathom-rlm sandbox: start-up, round trip, memory, and many live sessions.
 
 Usage: uv run python benchmarks/fathom_sandbox.py [--sessions 30] [--calls 300] [--alive 256]
+       uv run python benchmarks/fathom_sandbox.py --loop-lag-only
+
+Event-loop lag: a ticker coroutine sleeps 1 ms at a time and records how late it wakes while
+the sandbox starts its fork server, and while 24 MB texts cross the pipe (llm() from REPL code,
+read_variable); the largest delay is what every other rollout on the loop waits.
 
 Baselines measured in the same run: plain in-process `exec`, RestrictedPython compile + exec
 in-process (the language layer alone), and a fresh `python` process per call.
@@ -10,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -22,6 +28,8 @@ import time
 from typing import Any
 
 from fathom_rlm.sandbox import (
+    SandboxConfig,
+    SandboxError,
     SandboxSession,
     fork_server_cpu_seconds,
     isolation_report,
@@ -223,6 +231,70 @@ async def bench_alive(doc: str, count: int) -> dict[str, float]:
         await asyncio.gather(*(s.close() for s in live))
 
 
+class _Ticker:
+    """Wakes every 1 ms and keeps the largest lateness seen since the last reset."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._task: asyncio.Task | None = None
+
+    async def _run(self) -> None:
+        while True:
+            mark = time.perf_counter()
+            await asyncio.sleep(0.001)
+            self.worst = max(self.worst, time.perf_counter() - mark - 0.001)
+
+    async def measure(self, work: Any) -> float:
+        """Max lateness in ms while `work` (an awaitable) runs."""
+        self._task = self._task or asyncio.create_task(self._run())
+        await asyncio.sleep(0.01)
+        self.worst = 0.0
+        await work
+        worst = self.worst
+        return worst * 1000
+
+
+async def _lag_once(doc: str, big_chars: int, ticker: _Ticker) -> dict[str, float]:
+    shutdown_fork_servers()
+    holder: list[SandboxSession] = []
+
+    async def cold_start() -> None:
+        holder.append(await SandboxSession.start(doc))
+
+    out = {"lag_cold_start_ms": await ticker.measure(cold_start())}
+    await holder[0].close()
+
+    async def echo(prompt: str, text: str) -> str:
+        return str(len(text))
+
+    config = SandboxConfig(call_timeout_s=30.0)
+    # At the default caps: the largest llm() text and variable that still cross the pipe.
+    at_cap = {"llm": 200_000 - 10, "read": 1_000_000}
+    async with await SandboxSession.start(doc, config=config, llm=echo) as session:
+        await session.run(f"big = 'x' * {big_chars}\nllm_max = 'x' * {at_cap['llm']}")
+        await session.run(f"read_max = 'x' * {at_cap['read']}")
+        out["lag_idle_call_ms"] = await ticker.measure(session.run("n = len(big)"))
+        llm_call = session.run("try:\n    llm('count', big)\nexcept LLMError as e:\n    print(e)")
+        out["lag_llm_big_text_ms"] = await ticker.measure(llm_call)
+        out["lag_read_big_variable_ms"] = await ticker.measure(_read(session, "big"))
+        llm_call = session.run("print(llm('count', llm_max))")
+        out["lag_llm_text_at_cap_ms"] = await ticker.measure(llm_call)
+        out["lag_read_variable_at_cap_ms"] = await ticker.measure(_read(session, "read_max"))
+    return out
+
+
+async def _read(session: SandboxSession, name: str) -> None:
+    with contextlib.suppress(SandboxError):  # over the cap: refused without the transfer
+        await session.read_variable(name)
+
+
+async def bench_loop_lag(doc: str, big_chars: int, repeats: int = 3) -> dict[str, float]:
+    """Worst event-loop delay during a cold start and big transfers; median over repeats."""
+    ticker = _Ticker()
+    runs = [await _lag_once(doc, big_chars, ticker) for _ in range(repeats)]
+    return {key: round(statistics.median(r[key] for r in runs), 1) for key in runs[0]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--doc-chars", type=int, default=800_000)
@@ -231,9 +303,18 @@ def main() -> None:
     parser.add_argument("--fresh-calls", type=int, default=15, help="fresh-process baseline calls")
     parser.add_argument("--alive", type=int, default=256, help="sessions alive at once")
     parser.add_argument("--json", action="store_true", help="print raw numbers as JSON")
+    parser.add_argument("--big-chars", type=int, default=24_000_000, help="loop-lag text size")
+    parser.add_argument("--loop-lag-only", action="store_true", help="only the loop-lag numbers")
     args = parser.parse_args()
 
     doc = make_document(args.doc_chars)
+    if args.loop_lag_only:
+        try:
+            lag = asyncio.run(bench_loop_lag(doc, args.big_chars))
+        finally:
+            shutdown_fork_servers()
+        print(json.dumps({**lag, "load_average_1m": os.getloadavg()[0]}, indent=2))
+        return
     t = time.perf_counter()
     warm_up()
     fork_server_start = time.perf_counter() - t

@@ -10,6 +10,9 @@ task, so requests are answered concurrently.
 
 From Python: `async with serve_policies() as base_url:` or, for synchronous code,
 `with policy_server_in_thread() as base_url:`.
+
+For robustness tests and the soak benchmark only, `--faults SPEC` (or `faults=`) injects dropped
+connections, slow replies, 500s, malformed tool calls and empty messages (see `envtools.faults`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
+from envtools.faults import EMPTY_MESSAGE, SERVER_ERROR, FaultInjector, FaultPlan, describe
 from envtools.policies.base import ChatResult, Policy
 from envtools.policies.registry import PolicyFactory, available_policies
 
@@ -208,11 +212,17 @@ def _wire_tool_call(call: dict[str, Any]) -> dict[str, Any]:
 class PolicyServer:
     """Routes requests to policies; one policy instance per name, made on first use."""
 
-    def __init__(self, policies: Mapping[str, PolicyFactory] | None = None) -> None:
+    def __init__(
+        self,
+        policies: Mapping[str, PolicyFactory] | None = None,
+        faults: FaultPlan | FaultInjector | None = None,
+    ) -> None:
         self._factories = dict(policies) if policies is not None else available_policies()
         self._instances: dict[str, Policy] = {}
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        # Test and benchmark use only (see envtools.faults); None serves every request faithfully.
+        self.faults = FaultInjector(faults) if isinstance(faults, FaultPlan) else faults
 
     async def start(self, host: str = HOST, port: int = 0) -> str:
         """Bind and start serving; returns the base URL (ending in `/v1`)."""
@@ -255,12 +265,23 @@ class PolicyServer:
                     break
                 if request is None:
                     break
-                status, payload = await self.dispatch(request)
+                fault = self._draw_fault(request)
+                if fault == "drop":
+                    writer.transport.abort()  # a reset connection, as from a crashed server
+                    break
+                if fault == "slow":
+                    assert self.faults is not None
+                    await asyncio.sleep(self.faults.plan.slow_s)
+                status, payload = await self.dispatch(request, fault)
                 writer.write(_encode_response(status, payload, request.keep_alive))
                 await writer.drain()
                 if not request.keep_alive:
                     break
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            pass
+        except asyncio.CancelledError:
+            # The server is closing while this request waits (a slow fault): end quietly; a
+            # cancelled connection task would otherwise be logged as an error by asyncio.
             pass
         finally:
             self._writers.discard(writer)
@@ -268,9 +289,19 @@ class PolicyServer:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def dispatch(self, request: Request) -> tuple[int, Any]:
-        """Status and JSON payload for one request."""
+    def _draw_fault(self, request: Request) -> str | None:
+        if self.faults is None or request.method != "POST":
+            return None
+        if (request.path.removeprefix("/v1") or "/") != "/chat/completions":
+            return None
+        return self.faults.draw()
+
+    async def dispatch(self, request: Request, fault: str | None = None) -> tuple[int, Any]:
+        """Status and JSON payload for one request (`fault`: an injected error, malformed or
+        empty reply in place of the policy's)."""
         path = request.path.removeprefix("/v1") or "/"
+        if fault == "error":
+            return 500, SERVER_ERROR
         try:
             if path == "/models":
                 if request.method != "GET":
@@ -279,12 +310,13 @@ class PolicyServer:
             if path == "/chat/completions":
                 if request.method != "POST":
                     raise HttpError(405, "use POST /v1/chat/completions")
-                return 200, await self._chat(request.body)
+                return 200, await self._chat(request.body, fault)
             raise HttpError(404, f"no route for {request.method} {request.path}")
         except HttpError as error:
             return error.status, error.body
         except ValueError as error:
             # A policy that cannot answer this request (e.g. a question it has no data for).
+            print(f"policy refused: {error}", file=sys.stderr)
             return 422, HttpError(422, str(error)).body
         except Exception as error:
             print(f"policy error: {error!r}", file=sys.stderr)
@@ -299,7 +331,7 @@ class PolicyServer:
             ],
         }
 
-    async def _chat(self, body: bytes) -> dict[str, Any] | EventStream:
+    async def _chat(self, body: bytes, fault: str | None = None) -> dict[str, Any] | EventStream:
         try:
             request = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
@@ -314,7 +346,11 @@ class PolicyServer:
         n = request.get("n") or 1
         if not isinstance(n, int) or not 1 <= n <= 128:
             raise HttpError(400, "`n` must be an integer from 1 to 128")
-        results = [await policy.respond(messages, tools) for _ in range(n)]
+        if fault in ("malformed", "empty") and self.faults is not None:
+            message = self.faults.malformed_message() if fault == "malformed" else EMPTY_MESSAGE
+            results = [ChatResult(dict(message)) for _ in range(n)]
+        else:
+            results = [await policy.respond(messages, tools) for _ in range(n)]
         payload = completion_payload(request["model"], results)
         if request.get("stream"):
             options = request.get("stream_options") or {}
@@ -324,10 +360,13 @@ class PolicyServer:
 
 @contextlib.asynccontextmanager
 async def serve_policies(
-    host: str = HOST, port: int = 0, policies: Mapping[str, PolicyFactory] | None = None
+    host: str = HOST,
+    port: int = 0,
+    policies: Mapping[str, PolicyFactory] | None = None,
+    faults: FaultPlan | FaultInjector | None = None,
 ) -> AsyncIterator[str]:
     """Serve the scripted policies on the running loop; yields the base URL."""
-    server = PolicyServer(policies)
+    server = PolicyServer(policies, faults)
     base_url = await server.start(host, port)
     try:
         yield base_url
@@ -337,7 +376,10 @@ async def serve_policies(
 
 @contextlib.contextmanager
 def policy_server_in_thread(
-    host: str = HOST, port: int = 0, policies: Mapping[str, PolicyFactory] | None = None
+    host: str = HOST,
+    port: int = 0,
+    policies: Mapping[str, PolicyFactory] | None = None,
+    faults: FaultPlan | FaultInjector | None = None,
 ) -> Iterator[str]:
     """Serve the scripted policies from a background thread's event loop; yields the base URL."""
     ready = threading.Event()
@@ -347,7 +389,7 @@ def policy_server_in_thread(
         stop = asyncio.Event()
         started["stop"] = (asyncio.get_running_loop(), stop)
         try:
-            async with serve_policies(host, port, policies) as base_url:
+            async with serve_policies(host, port, policies, faults) as base_url:
                 started["url"] = base_url
                 ready.set()
                 await stop.wait()
@@ -370,12 +412,12 @@ def policy_server_in_thread(
         thread.join()
 
 
-async def _serve_forever(port: int) -> None:
+async def _serve_forever(port: int, faults: FaultPlan | None = None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with serve_policies(HOST, port) as base_url:
+    async with serve_policies(HOST, port, faults=faults) as base_url:
         print(base_url, flush=True)
         await stop.wait()
 
@@ -395,12 +437,23 @@ def main(argv: list[str] | None = None) -> None:
         help="document length(s) of the fathom-rlm runs to serve (default 200000): the scripted "
         "fathom policies find their task among the standard splits built at these lengths",
     )
+    parser.add_argument(
+        "--faults",
+        type=FaultPlan.parse,
+        default=None,
+        metavar="SPEC",
+        help="for robustness tests only: inject faults into chat completions, e.g. "
+        "'drop=0.02,slow=0.05,slow_s=1.5,error=0.02,malformed=0.05,empty=0.01,seed=0' "
+        "(per-request probabilities; see envtools.faults)",
+    )
     args = parser.parse_args(argv)
     if args.fathom_doc_tokens:
         from envtools.policies import fathom
 
         fathom.TASKS.autoload_doc_tokens = tuple(args.fathom_doc_tokens)
-    asyncio.run(_serve_forever(args.port))
+    if args.faults is not None:
+        print(f"injecting faults: {describe(args.faults)}", file=sys.stderr, flush=True)
+    asyncio.run(_serve_forever(args.port, args.faults))
 
 
 if __name__ == "__main__":

@@ -1,35 +1,19 @@
-"""Shared fixtures for the sandbox tests: leak checks around every test module."""
+"""Shared fixtures for the sandbox tests: leak checks around every test module.
+
+Every check looks only at this test process's own fork servers, their workers and its own
+temporary root, so two suites (or anything else using sandboxes) can run on the machine at once.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 
 import pytest
-from fathom_rlm.sandbox import SandboxConfig, shutdown_fork_servers
 from fathom_rlm.sandbox import session as session_module
-
-UID_BASE = SandboxConfig().uid_base
-UID_SPAN = 1 << 23  # larger than any pid_max
-
-
-def sandbox_pids() -> list[int]:
-    """Live processes running under a sandbox uid (only our workers use that range)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as f:
-                for line in f:
-                    if line.startswith("Uid:"):
-                        uid = int(line.split()[1])
-                        if UID_BASE <= uid < UID_BASE + UID_SPAN or uid == 65534:
-                            found.append(int(entry))
-                        break
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
-    return found
+from fathom_rlm.sandbox import shutdown_fork_servers
 
 
 def children_of(pid: int, *, zombies: bool = False) -> list[int]:
@@ -67,14 +51,36 @@ def fork_server_pids() -> set[int]:
     return {server.proc.pid for server in session_module._SERVERS.values()}
 
 
+def sandbox_pids() -> set[int]:
+    """Workers of this process's fork servers, live or exited but not yet reaped."""
+    found: set[int] = set()
+    for server in fork_server_pids():
+        found.update(children_of(server))
+        found.update(children_of(server, zombies=True))
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_temp_root():
+    """Work directories of this run go under a root of its own (checked empty per module)."""
+    root = tempfile.mkdtemp(prefix="fathom-sandbox-tests-")
+    os.chmod(root, 0o711)  # workers (another uid) must be able to enter their directory
+    previous, session_module.WORKDIR_ROOT = session_module.WORKDIR_ROOT, root
+    yield root
+    session_module.WORKDIR_ROOT = previous
+    shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.fixture(scope="module", autouse=True)
-def no_leaks_after_module():
-    before = set(sandbox_pids())
+def no_leaks_after_module(private_temp_root):
+    before = sandbox_pids()
     yield
-    assert wait_until(lambda: not (set(sandbox_pids()) - before)), (
-        f"sandbox processes left behind: {set(sandbox_pids()) - before}"
+    assert wait_until(lambda: not (sandbox_pids() - before)), (
+        f"sandbox processes left behind: {sandbox_pids() - before}"
     )
     assert not session_module._WORKDIRS, f"work dirs left: {session_module._WORKDIRS}"
+    left = [d for d in os.listdir(private_temp_root) if d.startswith("fathom-sandbox-")]
+    assert not left, f"work dirs left on disk: {left}"
 
 
 @pytest.fixture(scope="session", autouse=True)

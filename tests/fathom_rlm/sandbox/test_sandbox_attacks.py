@@ -129,6 +129,14 @@ ATTACKS: list[tuple[str, str, str]] = [
     # writing files
     ("write_file_in_cwd", "open('out.txt', 'w').write('x')", "NameError"),
     ("write_file_outside", "open('/tmp/fathom-attack-out', 'w').write('x')", "NameError"),
+    # crashing the worker from model code (it must answer with an error and live on)
+    ("surrogate_output", "print('\\ud800' * 100)\nraise KeyError('k')", "KeyError"),
+    ("surrogate_error", "raise ValueError(chr(0xdc80) + 'x')", "ValueError: \ufffdx"),
+    ("exception_odd_name", "class E(NameError):\n    name = [1]\nraise E('n')", "E: n"),
+    ("exception_huge_message", "raise ValueError('m' * 10 ** 7)", "ValueError: mmm"),
+    ("deep_value_repr", "a = []\nfor i in range(200000):\n    a = [a]\na", "RecursionError"),
+    ("llm_prompt_tens_of_mb", "llm('p', 'x' * 30_000_000)", "LLMError"),
+    ("llm_loop_over_cap", "for i in range(100):\n    llm('p', 'x')", "LLMError"),
 ]
 
 

@@ -1,6 +1,7 @@
 """Cheaper paths must give exactly what the plain path gives.
 
 - reads of `doc` answered without a worker while a REPL has no state (`readonly.py`);
+- `print(llm("literal", doc))` answered through the llm callback without a worker, likewise;
 - `\\bliteral\\b` regexes compiled in a form the engine can scan for (`restricted.py`);
 - large documents sent through a pipe sized to hold them (`session.py`);
 - the fork server reaps workers and reports their CPU (benchmarks).
@@ -12,10 +13,15 @@ import asyncio
 import re
 
 import pytest
-from fathom_rlm.sandbox import SandboxConfig, SandboxSession, fork_server_cpu_seconds
+from fathom_rlm.sandbox import (
+    LLMRefused,
+    SandboxConfig,
+    SandboxSession,
+    fork_server_cpu_seconds,
+)
 from fathom_rlm.sandbox import restricted as restricted_layer
 from fathom_rlm.sandbox import session as session_module
-from fathom_rlm.sandbox.readonly import run_read_only
+from fathom_rlm.sandbox.readonly import run_llm_only, run_read_only
 
 CONFIG = SandboxConfig(call_timeout_s=2.0, kill_grace_s=0.5, max_output_chars=300)
 DOC = ("Velmora Quessit met Zoë Tal in Brevik; O'Brien-Hale paid 12 marks. " * 40) + "end"
@@ -113,6 +119,69 @@ def test_refused_invalid_cells_fail_in_a_worker_too() -> None:
 
     for code, result in zip(invalid, asyncio.run(main()), strict=True):
         assert result.error is not None and "Error" in result.error, code
+
+
+# -- print(llm("literal", doc)) without a worker -----------------------------------------------
+
+LLM_CELLS = [
+    'print(llm("Summarise.", doc))',
+    '# delegate\nprint(llm("Who paid? Quote \\"marks\\".\\n", doc))',
+    'print ( llm ( "caf\\u00e9 \\t tab" , doc [ 10 : 200 ] ) )',
+    'print(llm("long", doc[:]))',  # answer over the output cap: truncation note
+    'print(llm("refuse me", doc[0:50]))',
+    'print(llm("fail", doc[-30:]))',
+    '\n# a\n\nprint(llm("refuse me", doc))  # error on line 4\n',
+    'print(llm("surrogate", doc[0:5]))',
+    'print(llm("é", doc[5:5]))',
+]
+NOT_LLM_CELLS = [
+    "print(llm('single quotes', doc))",
+    'print(llm("a" "b", doc))',
+    'print(llm("\\x41", doc))',  # an escape JSON reads differently
+    'print(llm("\\ud83d\\ude00", doc))',  # surrogate escapes
+    'print(llm("\\/", doc))',
+    'x = llm("p", doc)',
+    'print(llm("p", doc), 1)',
+    'print(llm("p", text))',
+    'print(llm("p", doc[0:5:1]))',
+    'print(llm("tab\there", doc))',  # a raw control character
+]
+
+
+async def _scripted_llm(prompt: str, text: str) -> str:
+    if prompt.startswith("refuse"):
+        raise LLMRefused(f"refused: {len(text)} chars")
+    if prompt == "fail":
+        raise RuntimeError("secret detail")
+    if prompt == "surrogate":
+        return "bad \ud800 text"
+    if prompt == "long":
+        return "w" * 1000
+    return f"{prompt!r} on {text[:20]!r} ({len(text)})"
+
+
+def test_llm_only_cells_match_a_fresh_worker() -> None:
+    async def main() -> None:
+        for code in LLM_CELLS:
+            fast = await run_llm_only(DOC, code, CONFIG, _scripted_llm)
+            assert fast is not None, code
+            async with await SandboxSession.start(DOC, config=CONFIG, llm=_scripted_llm) as box:
+                slow = await box.run(code)
+            assert _fields(fast) == _fields(slow), code
+
+    asyncio.run(main())
+
+
+def test_llm_only_path_refuses_everything_else() -> None:
+    async def main() -> None:
+        for code in NOT_LLM_CELLS + READ_CELLS + WORKER_CELLS:
+            assert await run_llm_only(DOC, code, CONFIG, _scripted_llm) is None, repr(code)
+        # No callback, or a request the worker would refuse before sending: a worker answers.
+        assert await run_llm_only(DOC, LLM_CELLS[0], CONFIG, None) is None
+        small = SandboxConfig(max_llm_request_chars=100)
+        assert await run_llm_only(DOC, LLM_CELLS[0], small, _scripted_llm) is None
+
+    asyncio.run(main())
 
 
 PATTERNS = [

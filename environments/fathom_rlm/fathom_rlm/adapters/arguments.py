@@ -13,10 +13,8 @@ from fathom_rlm.agent import RolloutCaps
 
 _CAPS = RolloutCaps()
 
-CAP_FIELDS: tuple[str, ...] = tuple(
-    f.name for f in fields(RolloutCaps) if isinstance(getattr(_CAPS, f.name), int)
-)
-"""The integer caps of `RolloutCaps` that are environment arguments (the sandbox config is not)."""
+CAP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RolloutCaps) if f.name != "sandbox")
+"""The caps of `RolloutCaps` that are environment arguments (the sandbox config is not)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +41,8 @@ class FathomArguments:
     max_prompt_chars: int = _CAPS.max_prompt_chars
     max_sub_answer_chars: int = _CAPS.max_sub_answer_chars
     max_tool_calls_per_turn: int = _CAPS.max_tool_calls_per_turn
+    time_budget_s: float | None = _CAPS.time_budget_s
+    """Wall-clock seconds for a whole rollout (root and sub-calls); None: no budget."""
 
     def __post_init__(self) -> None:
         for name in ("num_examples", "sub_max_completion_tokens"):

@@ -9,6 +9,7 @@ is the core's `score_rollout`: `reward` with weight 1, every component and metri
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -33,11 +34,12 @@ from fathom_rlm.agent import (
     ToolSchema,
     tool_schemas,
 )
-from fathom_rlm.agent.loop import initial_messages
+from fathom_rlm.agent.loop import TIME_BUDGET, initial_messages
 
 TOOLS_KEY = "fathom_tools"
 RECORD_KEY = "fathom_record"
 SCORES_KEY = "fathom_scores"
+PENDING_SCORES_KEY = "fathom_scores_pending"
 ROW_KEY = "fathom_row"
 
 
@@ -148,6 +150,9 @@ class FathomLegacyEnv(vf.MultiTurnEnv):
             # The advertised tools are the core's root schemas; the core answers every call.
             tool_defs=_tool_defs(tool_schemas(0, self.caps)),
             max_turns=self.caps.max_turns,
+            # verifiers cancels the whole rollout (model calls, tools, sub-calls) past this and
+            # marks it "timeout_reached"; the cleanup handler still records and closes it.
+            timeout_seconds=self.caps.time_budget_s,
             env_args=args.as_dict(),
             **kwargs,
         )
@@ -220,6 +225,8 @@ class FathomLegacyEnv(vf.MultiTurnEnv):
 
 
 def _ended_by(stop_condition: str | None) -> str:
+    if stop_condition == "timeout_reached":
+        return TIME_BUDGET
     return "max_turns" if stop_condition in (None, "max_turns_reached") else str(stop_condition)
 
 
@@ -238,16 +245,24 @@ class FathomRubric(vf.Rubric):
 
     def _signal(self, name: str) -> Any:
         async def signal(state: vf.State) -> float:
-            return self.scores(state)[name]
+            return (await self.scores(state))[name]
 
         signal.__name__ = name
         return signal
 
-    def scores(self, state: vf.State) -> dict[str, float]:
+    async def scores(self, state: vf.State) -> dict[str, float]:
+        """Scored once per rollout, in a worker thread: evidence recall may regenerate a
+        ~1 MB document (~50-100 ms), which must not stall the other rollouts on the loop."""
         cached = state.get(SCORES_KEY)
-        if cached is None:
+        if cached is not None:
+            return cached
+        pending: asyncio.Future[dict[str, float]] | None = state.get(PENDING_SCORES_KEY)
+        if pending is None:  # the first of this rollout's signals to ask starts the scoring
             record: RolloutRecord | None = state.get(RECORD_KEY)
             row = state.get(ROW_KEY) or json.loads(state["info"])
-            cached = score(record, row, self.args)
-            state[SCORES_KEY] = cached
+            pending = asyncio.ensure_future(asyncio.to_thread(score, record, row, self.args))
+            state[PENDING_SCORES_KEY] = pending
+        cached = await asyncio.shield(pending)
+        state[SCORES_KEY] = cached
+        state.pop(PENDING_SCORES_KEY, None)
         return cached

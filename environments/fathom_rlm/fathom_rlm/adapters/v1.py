@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -51,7 +52,7 @@ class FathomState(vf.State):
 class FathomTask(vf.Task[FathomData, FathomState, vf.TaskConfig]):
     """Scores one rollout with the core's `score_rollout`."""
 
-    def _scores(self, trace: Any) -> dict[str, float]:
+    async def _scores(self, trace: Any) -> dict[str, float]:
         state: FathomState = trace.state
         if state.scores is None:
             if state.record is None and trace.stop_condition is None:
@@ -60,16 +61,19 @@ class FathomTask(vf.Task[FathomData, FathomState, vf.TaskConfig]):
                     "'fathom-rlm'); this rollout left no record"
                 )
             arguments = FathomArguments(**self.data.arguments)
-            state.scores = score(state.record, self.data.row, arguments)
+            # In a worker thread: evidence recall may regenerate the document (~50-100 ms).
+            scores = await asyncio.to_thread(score, state.record, self.data.row, arguments)
+            if state.scores is None:
+                state.scores = scores
         return state.scores
 
     @vf.reward(weight=1.0)
     async def reward(self, trace: Any) -> float:
-        return self._scores(trace)[REWARD_NAME]
+        return (await self._scores(trace))[REWARD_NAME]
 
     @vf.metric
     async def fathom_signals(self, trace: Any) -> dict[str, float]:
-        return {k: v for k, v in self._scores(trace).items() if k != REWARD_NAME}
+        return {k: v for k, v in (await self._scores(trace)).items() if k != REWARD_NAME}
 
 
 class FathomTasksetConfig(vf.TasksetConfig):
@@ -90,6 +94,7 @@ class FathomTasksetConfig(vf.TasksetConfig):
     max_prompt_chars: int = _DEFAULTS.max_prompt_chars
     max_sub_answer_chars: int = _DEFAULTS.max_sub_answer_chars
     max_tool_calls_per_turn: int = _DEFAULTS.max_tool_calls_per_turn
+    time_budget_s: float | None = _DEFAULTS.time_budget_s
 
     def arguments(self) -> FathomArguments:
         names = FathomArguments.__dataclass_fields__

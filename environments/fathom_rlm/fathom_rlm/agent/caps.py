@@ -32,6 +32,9 @@ class RolloutCaps:
     """A sub-call's answer is cut to this before it is returned to its caller."""
     max_tool_calls_per_turn: int = 8
     """Tool calls beyond this in one assistant message are answered with an error, not run."""
+    time_budget_s: float | None = 1800.0
+    """Wall-clock seconds for the whole rollout (root and every sub-call together); a rollout
+    past it ends with `ended_by="time_budget"` and is scored on what it did. None: no budget."""
     sandbox: SandboxConfig | None = None
     """Sandbox limits (timeouts, output cap, memory); None means the sandbox defaults."""
 
@@ -50,3 +53,8 @@ class RolloutCaps:
                 raise ValueError(f"{name} must be >= 1")
         if self.max_sub_calls < 0 or self.max_depth < 0:
             raise ValueError("max_sub_calls and max_depth must be >= 0")
+        budget = self.time_budget_s
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, int | float) or not budget > 0
+        ):
+            raise ValueError(f"time_budget_s must be None or > 0, got {budget!r}")

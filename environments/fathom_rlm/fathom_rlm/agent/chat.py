@@ -47,8 +47,20 @@ def message_chars(message: Message) -> int:
     for call in message.get("tool_calls") or ():
         fn = call.get("function") if isinstance(call, dict) else None
         if isinstance(fn, dict):
-            n += len(str(fn.get("name") or "")) + len(str(fn.get("arguments") or ""))
+            name, arguments = fn.get("name"), fn.get("arguments")
+            n += len(name) if isinstance(name, str) else 0
+            n += len(arguments) if isinstance(arguments, str) else _text_len(arguments)
     return n
+
+
+def _text_len(value: Any) -> int:
+    """Length of a non-string value as JSON text; 0 for values that cannot be shown at all."""
+    if not value:
+        return 0
+    try:
+        return len(json.dumps(value))
+    except (TypeError, ValueError, RecursionError):
+        return 0
 
 
 def schema_chars(schemas: list[ToolSchema] | None) -> int:

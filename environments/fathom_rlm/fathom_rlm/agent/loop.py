@@ -6,12 +6,17 @@ verifiers adapter drives root turns itself and uses `RolloutTools` directly, wit
 
 from __future__ import annotations
 
+import asyncio
+
 from fathom_rlm.agent import prompts
 from fathom_rlm.agent.caps import RolloutCaps
 from fathom_rlm.agent.chat import ChatFn, Message
 from fathom_rlm.agent.record import RolloutRecord
 from fathom_rlm.agent.tools import RolloutTools
 from fathom_rlm.agent.turns import run_turns
+
+TIME_BUDGET = "time_budget"
+"""`RolloutRecord.ended_by` of a rollout that ran past `RolloutCaps.time_budget_s`."""
 
 
 def initial_messages(document_chars: int, question: str, caps: RolloutCaps) -> list[Message]:
@@ -47,7 +52,16 @@ async def run_rollout(
         async def execute(call, index: int) -> str:  # type: ignore[no-untyped-def]
             return await tools.call(call.name, call.arguments, index_in_turn=index)
 
-        result = await run_turns(
-            chat, messages, tools.schemas, caps.max_turns, execute, tools.account_root_reply
-        )
+        budget = asyncio.timeout(caps.time_budget_s)
+        try:
+            async with budget:
+                result = await run_turns(
+                    chat, messages, tools.schemas, caps.max_turns, execute, tools.account_root_reply
+                )
+        except TimeoutError:
+            if not budget.expired():
+                raise  # a timeout of something inside (a client), not the rollout's budget
+            # Whatever was running (a model call, a cell, a sub-call) was cancelled; the record
+            # keeps what the rollout did, and it has no answer.
+            return tools.finish(None, TIME_BUDGET)
         return tools.finish(result.final_message, result.ended_by)

@@ -75,8 +75,9 @@ class RolloutRecord:
     final_answer: str | None = None
     """The inner text of the final message's single `<answer>` block, if it has exactly one."""
     ended_by: str = "running"
-    """"answer" (a reply without tool calls), "max_turns" (turn budget exhausted), or "stopped"
-    (interrupted from outside, e.g. by a trainer's limit)."""
+    """"answer" (a reply without tool calls), "max_turns" (turn budget exhausted),
+    "time_budget" (past `RolloutCaps.time_budget_s`), or "stopped" (interrupted from outside,
+    e.g. by a trainer's limit)."""
 
     @property
     def root_tokens(self) -> int:

@@ -1,4 +1,5 @@
-"""The two tools, their schemas, argument checks and execution, reusable without the root loop.
+"""The two tools at run time: dispatch, sandbox sessions, sub-calls and accounting (schemas and
+argument checks are in `fathom_rlm.agent.schemas` and re-exported here).
 
 `RolloutTools` owns everything one rollout's tools need: the root sandbox session (started on
 first use), the sub-call machinery (a sub-call below the depth cap is a small agent with its own
@@ -16,8 +17,6 @@ rollout goes on.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,134 +33,26 @@ from fathom_rlm.agent.chat import (
     schema_chars,
 )
 from fathom_rlm.agent.record import RolloutRecord, SubCallRecord
+from fathom_rlm.agent.schemas import (
+    ToolError,
+    llm_schema,
+    parse_arguments,
+    parse_slice,
+    repl_schema,
+    tool_schemas,
+)
 from fathom_rlm.agent.turns import ToolCall, normalize_assistant, run_turns
 
-_RANGE = re.compile(r"\s*(\d{1,12})\s*:\s*(\d{1,12})\s*")
-_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
-_ARGS_SLACK = 4_096  # room for JSON quoting around the largest allowed argument
-
-
-class ToolError(Exception):
-    """A mistake the model made with a tool; its message is shown to the model."""
-
-
-def repl_schema() -> ToolSchema:
-    return {
-        "type": "function",
-        "function": {
-            "name": "repl",
-            "description": (
-                "Run Python code in a persistent sandbox where `doc` is the text. Variables "
-                "persist between calls; print() what you want to see."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {"code": {"type": "string", "description": "Python code to run."}},
-                "required": ["code"],
-                "additionalProperties": False,
-            },
-        },
-    }
-
-
-def llm_schema(max_slice_chars: int) -> ToolSchema:
-    return {
-        "type": "function",
-        "function": {
-            "name": "llm",
-            "description": (
-                "Ask a focused sub-question about a slice of the text; returns the answer. "
-                f"The slice is at most {max_slice_chars} characters."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "prompt": {"type": "string", "description": "The sub-question."},
-                    "slice": {
-                        "type": "string",
-                        "description": (
-                            'A character range "start:end" of doc, or the name of a REPL '
-                            "variable holding a str."
-                        ),
-                    },
-                },
-                "required": ["prompt", "slice"],
-                "additionalProperties": False,
-            },
-        },
-    }
-
-
-def tool_schemas(depth: int, caps: RolloutCaps) -> list[ToolSchema]:
-    """The tools an agent at `depth` is offered: repl always, llm while below the depth cap."""
-    if depth < caps.max_depth:
-        return [repl_schema(), llm_schema(caps.max_slice_chars)]
-    return [repl_schema()]
-
-
-def parse_arguments(name: str, raw: Any, caps: RolloutCaps) -> dict[str, str]:
-    """Validated arguments of a `repl` or `llm` call; raises ToolError with a usable message."""
-    expected = ("code",) if name == "repl" else ("prompt", "slice")
-    usage = '{"code": "<python>"}' if name == "repl" else '{"prompt": "<question>", "slice": "a:b"}'
-    if raw is None or raw == "":
-        args: Any = {}
-    elif isinstance(raw, dict):
-        args = raw
-    elif isinstance(raw, str):
-        if len(raw) > max(caps.max_code_chars, caps.max_prompt_chars) + _ARGS_SLACK:
-            raise ToolError(f"arguments for {name} are too long ({len(raw):,} characters).")
-        try:
-            args = json.loads(raw)
-        except ValueError as exc:
-            raise ToolError(
-                f"arguments for {name} are not valid JSON ({exc.msg}). Expected {usage}."
-            ) from None
-    else:
-        raise ToolError(f"arguments for {name} must be a JSON object. Expected {usage}.")
-    if not isinstance(args, dict):
-        raise ToolError(f"arguments for {name} must be a JSON object. Expected {usage}.")
-    missing = [k for k in expected if k not in args]
-    if missing:
-        raise ToolError(f"{name} is missing {', '.join(missing)}. Expected {usage}.")
-    extra = sorted(str(k) for k in args if k not in expected)
-    if extra:
-        raise ToolError(f"{name} got unexpected arguments {', '.join(extra)}. Expected {usage}.")
-    for key in expected:
-        if not isinstance(args[key], str):
-            kind = type(args[key]).__name__
-            raise ToolError(f"{name} argument {key} must be a string, not {kind}.")
-        if not args[key].strip():
-            raise ToolError(f"{name} argument {key} is empty.")
-    if name == "repl" and len(args["code"]) > caps.max_code_chars:
-        raise ToolError(
-            f"code is {len(args['code']):,} characters; the limit is {caps.max_code_chars:,}."
-        )
-    if name == "llm" and len(args["prompt"]) > caps.max_prompt_chars:
-        raise ToolError(
-            f"prompt is {len(args['prompt']):,} characters; the limit is "
-            f"{caps.max_prompt_chars:,}. Pass the text through slice instead."
-        )
-    return args
-
-
-def parse_slice(spec: str, document_chars: int) -> tuple[int, int] | str:
-    """A `start:end` range of the document, or a variable name; raises ToolError otherwise."""
-    match = _RANGE.fullmatch(spec)
-    if match:
-        start, end = int(match.group(1)), int(match.group(2))
-        if end <= start:
-            raise ToolError(f'slice "{spec}" is empty: end must be greater than start.')
-        if end > document_chars:
-            raise ToolError(
-                f'slice "{spec}" ends past the text, which has {document_chars:,} characters.'
-            )
-        return start, end
-    name = spec.strip()
-    if _IDENT.fullmatch(name):
-        return name
-    raise ToolError(
-        f'slice must be a range "start:end" or a REPL variable name, not {spec[:40]!r}.'
-    )
+__all__ = [
+    "RolloutTools",
+    "ToolError",
+    "format_repl_result",
+    "llm_schema",
+    "parse_arguments",
+    "parse_slice",
+    "repl_schema",
+    "tool_schemas",
+]
 
 
 def _sandbox() -> Any:
@@ -174,6 +65,12 @@ def _read_only(document: str, code: str, caps: RolloutCaps) -> Any:
     from fathom_rlm.sandbox.readonly import run_read_only
 
     return run_read_only(document, code, caps.sandbox or _sandbox().SandboxConfig())
+
+
+async def _llm_only(document: str, code: str, caps: RolloutCaps, llm: Any) -> Any:
+    from fathom_rlm.sandbox.readonly import run_llm_only
+
+    return await run_llm_only(document, code, caps.sandbox or _sandbox().SandboxConfig(), llm)
 
 
 @dataclass
@@ -303,7 +200,14 @@ class RolloutTools:
                 available = ", ".join(names)
                 shown = "(no name)" if name is None else repr(name[:40])
                 raise ToolError(f"unknown tool {shown}. Available tools: {available}.")
-            args = parse_arguments(name, call.arguments, self.caps)
+            try:
+                args = parse_arguments(name, call.arguments, self.caps)
+            except ToolError:
+                raise
+            except Exception as exc:  # a shape no check foresaw is still the model's mistake
+                raise ToolError(
+                    f"arguments for {name} could not be read ({type(exc).__name__})."
+                ) from None
             if name == "repl":
                 output = await self._repl(ctx, args["code"])
             else:
@@ -325,11 +229,16 @@ class RolloutTools:
                     # A cell cannot use more sub-calls than the rollout has, so more llm()
                     # requests from one cell are refused in the worker without a round trip.
                     per_run = max(1, min(config.max_llm_calls_per_run, self.caps.max_sub_calls))
-                    ctx.session = await sandbox.SandboxSession.start(
-                        ctx.document,
-                        config=replace(config, max_llm_calls_per_run=per_run),
-                        llm=self._repl_llm(ctx),
-                    )
+                    try:
+                        ctx.session = await sandbox.SandboxSession.start(
+                            ctx.document,
+                            config=replace(config, max_llm_calls_per_run=per_run),
+                            llm=self._repl_llm(ctx),
+                        )
+                    except sandbox.SandboxError as exc:
+                        # E.g. the fork server was killed mid-start: this call fails, the next
+                        # one tries a fresh worker; the rollout goes on.
+                        raise ToolError(f"the REPL could not start ({exc}); try again.") from None
                     if self._closed:
                         # close() ran while the worker was starting and could not see it.
                         await _close_session(ctx)
@@ -338,8 +247,11 @@ class RolloutTools:
 
     async def _repl(self, ctx: _Context, code: str) -> str:
         if ctx.session is None:
-            # No state yet: a plain read of `doc` needs no worker (most sub-agents start so).
+            # No state yet: a plain read of `doc`, or one llm() over it, needs no worker (most
+            # sub-agents start so).
             result = _read_only(ctx.document, code, self.caps)
+            if result is None:
+                result = await _llm_only(ctx.document, code, self.caps, self._repl_llm(ctx))
             if result is not None:
                 if ctx.depth == 0:
                     self.record.touched_document = True
@@ -377,9 +289,11 @@ class RolloutTools:
         if ctx.session is None:
             raise ToolError(f"no REPL variable named {name!r} (no variable has been assigned yet).")
         try:
-            value = await ctx.session.read_variable(name)
+            # Bounded in the worker: a huge variable is refused there, never copied over.
+            value = await ctx.session.read_variable(name, max_chars=self.caps.max_slice_chars)
         except _sandbox().SandboxError as exc:
-            raise ToolError(f"cannot use REPL variable {name!r}: {exc}") from None
+            hint = " Slice it smaller first." if "the limit is" in str(exc) else ""
+            raise ToolError(f"cannot use REPL variable {name!r}: {exc}.{hint}") from None
         if not isinstance(value, str):
             raise ToolError(f"REPL variable {name!r} is not a str.")
         if len(value) > self.caps.max_slice_chars:

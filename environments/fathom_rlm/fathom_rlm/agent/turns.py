@@ -58,12 +58,16 @@ def normalize_assistant(message: Any, turn: int) -> tuple[Message, list[ToolCall
 
 
 def _dump(value: Any) -> str:
+    """Non-string arguments as text for the transcript; never raises (deep nesting included)."""
     import json
 
     try:
         return json.dumps(value)
-    except (TypeError, ValueError):
-        return str(value)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            return str(value)[:10_000]
+        except Exception:  # a value whose str() fails or recurses too deep
+            return f"<unprintable {type(value).__name__}>"
 
 
 @dataclass

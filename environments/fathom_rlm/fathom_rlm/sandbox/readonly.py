@@ -17,22 +17,30 @@ included; tests compare the two).
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
+from . import protocol
+from .config import LLMCallback, ReplResult, SandboxConfig, call_llm
 from .restricted import OutputBuffer
-from .session import ReplResult, SandboxConfig
 
 
-def _expr(tag: str) -> str:
+def _slice(tag: str) -> str:
+    """`doc[a:b]` with optional bounds captured as `a<tag>` and `b<tag>`."""
+
     # ASCII digits only and no leading zeros, as in Python source; spaces and tabs between tokens.
     # The trailing blanks belong to the optional number: two adjacent blank runs around an
     # empty group would split one run every possible way on a failed match (quadratic).
     def bound(name: str) -> str:
         return rf"[ \t]*(?:(?P<{name}{tag}>-?(?:0|[1-9][0-9]{{0,8}}))[ \t]*)?"
 
+    return rf"doc[ \t]*\[{bound('a')}:{bound('b')}\]"
+
+
+def _expr(tag: str) -> str:
     length = rf"(?P<len{tag}>len[ \t]*\([ \t]*doc[ \t]*\))"
-    return rf"(?:doc[ \t]*\[{bound('a')}:{bound('b')}\]|{length})"
+    return rf"(?:{_slice(tag)}|{length})"
 
 
 # Blank or comment lines around the one statement; comments are printable ASCII only, so no
@@ -77,6 +85,66 @@ def run_read_only(document: str, code: str, config: SandboxConfig) -> ReplResult
         timed_out=False,
         touched_document=True,
         llm_calls=0,
+    )
+
+
+# A double-quoted literal whose escapes mean the same in Python and JSON (so json.loads reads it
+# exactly as Python would); no control characters, no surrogates, no surrogate escapes.
+_LITERAL = r'"(?:[^"\\\x00-\x1f\ud800-\udfff]|\\[\\"nrtbf]|\\u(?![dD][89abAB])[0-9a-fA-F]{4})*"'
+_LLM_CELL = re.compile(
+    rf"(?P<gap>{_GAP})print[ \t]*\([ \t]*llm[ \t]*\([ \t]*(?P<prompt>{_LITERAL})[ \t]*,[ \t]*"
+    rf"(?:{_slice('l')}|(?P<whole>doc))"
+    rf"[ \t]*\)[ \t]*\)[ \t]*(?:#[ -~\t]*)?(?:\n{_GAP}[ \t]*(?:#[ -~\t]*)?)?"
+)
+
+
+async def run_llm_only(
+    document: str, code: str, config: SandboxConfig, llm: LLMCallback | None
+) -> ReplResult | None:
+    """The result of `print(llm("literal", doc))` (or of a slice of `doc`) in a fresh REPL.
+
+    Such a cell has no effect but one llm() request and its printed answer, so a REPL with no
+    state yet can serve it without a worker: the request goes to the same callback, and the
+    result (output, LLMError text and line) is the one a fresh worker would give. None for any
+    other cell, or when a worker would refuse the request before sending it.
+    """
+    started = time.perf_counter()
+    if llm is None or len(code) > _MAX_CELL_CHARS or config.max_llm_calls_per_session == 0:
+        return None
+    match = _LLM_CELL.fullmatch(code)
+    if match is None or config.max_llm_calls_per_run < 1:
+        return None
+    prompt = json.loads(match.group("prompt"))
+    if match.group("whole") is not None:
+        text = document
+    else:
+        bounds = slice(_int(match.group("al")), _int(match.group("bl")))
+        text = document[bounds]
+    if len(prompt) + len(text) > config.max_llm_request_chars:
+        return None
+    reply = await call_llm(llm, prompt, text, config)
+    waited = time.perf_counter() - started
+    buffer = OutputBuffer(config.max_output_chars)
+    error = None
+    if reply.get("ok"):
+        buffer.write(reply["text"] + "\n")
+    else:
+        line = match.group("gap").count("\n") + 1
+        error = f"LLMError: {reply.get('error') or 'llm() failed'}"
+        if len(error) > 2000:
+            error = error[:2000] + " [...]"
+        error += f" (line {line})"
+    output, chars, truncated = buffer.render()
+    return ReplResult(
+        output=protocol.valid_text(output),
+        error=None if error is None else protocol.valid_text(error),
+        wall_s=time.perf_counter() - started,
+        output_chars=chars,
+        truncated=truncated,
+        timed_out=False,
+        touched_document=True,
+        llm_calls=1,
+        llm_wait_s=waited,
     )
 
 

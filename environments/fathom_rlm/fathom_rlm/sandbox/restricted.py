@@ -634,13 +634,28 @@ def compile_cell(source: str) -> Compiled:
 
 
 def describe_exception(exc: BaseException) -> str:
-    """Model-facing error text: type, message, and the line in the cell when known."""
+    """Model-facing error text: type, message, and the line in the cell when known.
+
+    The exception may be the model's own object (a subclass with odd attributes), so every
+    piece is checked and a failure to describe it falls back to the type name.
+    """
     if isinstance(exc, SandboxTimeout):
         return str(exc) or "TimeoutError: the call ran out of time"
-    name = type(exc).__name__
+    name = str(type(exc).__name__)
+    try:
+        return _describe(exc, name)
+    except SandboxTimeout:
+        raise
+    except BaseException:
+        return name
+
+
+def _describe(exc: BaseException, name: str) -> str:
     try:
         message = str(exc)
-    except Exception:  # a hostile __str__; the type name alone is enough
+    except SandboxTimeout:
+        raise
+    except Exception:  # an unprintable message; the type name alone is enough
         message = ""
     line = None
     tb = exc.__traceback__
@@ -655,7 +670,7 @@ def describe_exception(exc: BaseException) -> str:
         text += f" (line {line})"
     if isinstance(exc, NameError):
         missing = getattr(exc, "name", None)
-        if missing in UNAVAILABLE_NAMES:
+        if type(missing) is str and missing in UNAVAILABLE_NAMES:
             text += (
                 f"; {missing!r} is not available in this sandbox: work on `doc` with str "
                 "methods and the re_*/to_json/llm helpers"

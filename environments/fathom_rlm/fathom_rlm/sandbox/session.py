@@ -1,276 +1,60 @@
-"""Parent side: the fork server, and the async session API one rollout uses.
+"""Parent side: the async session API one rollout uses.
 
-A session is one worker process (forked from a warm fork server) that holds the document as
-`doc` and keeps REPL state between calls. Talking to it costs one pipe round trip per call.
+A session is one worker process (forked from a warm fork server, see launcher.py) that holds
+the document as `doc` and keeps REPL state between calls. Talking to it costs one pipe round
+trip per call. The worker runs model code, so the session treats it as compromised: every cap
+is enforced here too, and anything it sends out of protocol stops it with an error result.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import fcntl
-import importlib.util
 import itertools
-import json
 import os
+import re
 import shutil
 import signal
-import socket
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from . import protocol
+from . import protocol, replies
+from .config import (
+    LLMCallback,
+    LLMRefused,
+    ReplResult,
+    SandboxConfig,
+    _network_isolation,
+    _wants_netns,
+    call_llm,
+    isolation_report,
+    warm_up,
+)
+from .launcher import (
+    _SERVERS,
+    SandboxError,
+    _fork_server,
+    _ForkServer,
+    died_within,
+    fork_server_cpu_seconds,
+    shutdown_fork_servers,
+)
 
-NetworkMode = Literal["auto", "netns", "seccomp", "none"]
-LLMCallback = Callable[[str, str], Awaitable[str]]
-
-
-class SandboxError(Exception):
-    """The sandbox could not do what was asked (start failed, variable missing, closed...)."""
-
-
-class LLMRefused(Exception):
-    """Raised by an llm callback that turns a request down without calling a model.
-
-    Its message is shown to the sandboxed code (as `LLMError`), and the time it took counts
-    against the call's budget like any other work the code does. Any other exception from the
-    callback is reported only by its type, since its text may carry internal details.
-    """
-
-
-@dataclass(frozen=True)
-class SandboxConfig:
-    """Limits and isolation for one session. Defaults suit a ~200K-token document."""
-
-    call_timeout_s: float = 5.0  # wall clock per run(); only real llm() sub-calls are excluded
-    memory_mb: int = 1024  # RLIMIT_AS of the worker
-    cpu_seconds: int = 120  # RLIMIT_CPU over the worker's lifetime
-    max_output_chars: int = 4000  # printed output beyond this is cut, with a note
-    max_open_files: int = 16  # RLIMIT_NOFILE
-    max_processes: int = 1  # RLIMIT_NPROC for the worker's uid: no fork, no threads
-    max_code_chars: int = 100_000  # longer code is refused before compiling
-    kill_grace_s: float = 1.0  # after call_timeout_s + this, the worker is killed
-    start_timeout_s: float = 10.0  # worker must be ready within this
-    network: NetworkMode = "auto"  # auto: netns if possible, else seccomp, else none
-    uid: int | None = None  # None: a distinct uid per worker (uid_base + worker pid)
-    uid_base: int = 1_900_000_000
-    filesystem_lock: bool = True  # Landlock with no allowed path, when the kernel has it
-    syscall_filter: bool = True  # seccomp filter (blocks socket() unless network="none")
-    llm_timeout_s: float | None = None  # optional bound on one llm() callback
-    max_llm_calls_per_run: int = 32  # further llm() calls in the same run() fail in the worker
-
-
-@dataclass
-class ReplResult:
-    output: str
-    error: str | None
-    wall_s: float
-    output_chars: int
-    truncated: bool
-    timed_out: bool
-    touched_document: bool
-    llm_calls: int
-    llm_wait_s: float = 0.0  # time spent awaiting the llm callback (included in wall_s)
-    worker_restarted: bool = False  # this call ran on a fresh worker: earlier state is gone
-
-
-# ---------------------------------------------------------------------------------------------
-# Fork server
-# ---------------------------------------------------------------------------------------------
-
-_BOOT = """\
-import sys, types
-sys.path.append(sys.argv[2])
-pkg = types.ModuleType("_fathom_sandbox")
-pkg.__path__ = [sys.argv[1]]
-sys.modules["_fathom_sandbox"] = pkg
-from _fathom_sandbox.worker import zygote_main
-zygote_main(int(sys.argv[3]), sys.argv[4] == "1")
-"""
-
-
-def _interpreter() -> str:
-    # The real binary, never a version-manager shim (a shim adds ~50 ms per start).
-    return os.path.realpath(sys.executable)
-
-
-def _restricted_python_root() -> str:
-    spec = importlib.util.find_spec("RestrictedPython")
-    if spec is None or not spec.submodule_search_locations:
-        raise SandboxError("RestrictedPython is not installed")
-    return os.path.dirname(next(iter(spec.submodule_search_locations)))
-
-
-class _ForkServer:
-    """A warm `python -I -S` that has imported everything and forks one worker per session."""
-
-    def __init__(self, netns: bool, timeout: float) -> None:
-        parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            self.proc = subprocess.Popen(
-                [
-                    _interpreter(),
-                    "-I",
-                    "-S",
-                    "-c",
-                    _BOOT,
-                    os.path.dirname(os.path.abspath(__file__)),
-                    _restricted_python_root(),
-                    str(child_sock.fileno()),
-                    "1" if netns else "0",
-                ],
-                env={},  # nothing from the parent's environment (API keys) gets through
-                pass_fds=(child_sock.fileno(),),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                start_new_session=True,
-                cwd="/",
-            )
-        finally:
-            child_sock.close()
-        self.sock = parent_sock
-        # Re-entrant: a GC finalizer that kills a worker may run on a thread holding it.
-        self.lock = threading.RLock()
-        parent_sock.settimeout(timeout)
-        try:
-            hello = parent_sock.recv(1 << 16)
-        except OSError as exc:
-            self.close()
-            raise SandboxError(f"sandbox fork server did not start: {exc}") from None
-        if not hello:
-            self.close()
-            raise SandboxError("sandbox fork server exited during start-up")
-        parent_sock.settimeout(None)
-        self.caps: dict[str, Any] = json.loads(hello)
-        self.netns_requested = netns
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def spawn(self, config: dict[str, Any], fds: list[int]) -> None:
-        with self.lock:
-            socket.send_fds(self.sock, [json.dumps(config).encode()], fds)
-
-    def kill(self, token: str) -> None:
-        """SIGKILL the worker spawned with `token`; for when no pidfd could be opened for it.
-
-        The fork server signals only a child it has not reaped yet, so the signal cannot reach
-        a process that reused the worker's pid.
-        """
-        with self.lock:
-            self.sock.send(json.dumps({"op": "kill", "token": token}).encode())
-
-    def cpu_stats(self) -> dict[str, float]:
-        with self.lock:
-            self.sock.send(b'{"op":"stats"}')
-            reply = json.loads(self.sock.recv(1 << 16))
-        return {"self": float(reply["self"]), "children": float(reply["children"])}
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.close()  # EOF tells the server to exit; its workers die with it
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-_SERVERS: dict[bool, _ForkServer] = {}
-_SERVERS_LOCK = threading.Lock()
-
-
-def _fork_server(netns: bool, timeout: float = 30.0) -> _ForkServer:
-    server = _SERVERS.get(netns)
-    if server is not None and server.alive():
-        return server
-    with _SERVERS_LOCK:
-        server = _SERVERS.get(netns)
-        if server is None or not server.alive():
-            if server is not None:
-                server.close()
-            server = _ForkServer(netns, timeout)
-            _SERVERS[netns] = server
-        return server
-
-
-def shutdown_fork_servers() -> None:
-    """Stop the warm fork servers (and with them any worker still alive)."""
-    with _SERVERS_LOCK:
-        servers = list(_SERVERS.values())
-        _SERVERS.clear()
-    for server in servers:
-        server.close()
-
-
-atexit.register(shutdown_fork_servers)
-
-
-def fork_server_cpu_seconds() -> float:
-    """CPU seconds used so far by the live fork servers and every worker they have reaped.
-
-    A worker is counted once it has exited (a closed session's worker has: `close()` waits).
-    Benchmarks add this to the parent's own CPU time.
-    """
-    with _SERVERS_LOCK:
-        servers = [s for s in _SERVERS.values() if s.alive()]
-    total = 0.0
-    for server in servers:
-        stats = server.cpu_stats()
-        total += stats["self"] + stats["children"]
-    return total
-
-
-def _wants_netns(config: SandboxConfig) -> bool:
-    return config.network in ("auto", "netns")
-
-
-def warm_up(config: SandboxConfig | None = None) -> None:
-    """Start the fork server now instead of on the first session (it takes ~0.1-0.2 s)."""
-    _fork_server(_wants_netns(config or SandboxConfig()))
-
-
-def _network_isolation(config: SandboxConfig, caps: dict[str, Any]) -> str:
-    seccomp = bool(caps.get("seccomp")) and config.syscall_filter
-    if config.network in ("auto", "netns") and caps.get("netns"):
-        return "netns"
-    if config.network == "netns":
-        raise SandboxError("network namespace requested but unavailable on this machine")
-    if config.network in ("auto", "seccomp") and seccomp:
-        return "seccomp"
-    if config.network == "seccomp":
-        raise SandboxError("seccomp network filter requested but unavailable on this machine")
-    return "none"
-
-
-def isolation_report(config: SandboxConfig | None = None) -> dict[str, object]:
-    """What this machine supports and what a session with `config` would use."""
-    config = config or SandboxConfig()
-    server = _fork_server(_wants_netns(config))
-    caps = server.caps
-    return {
-        "network": _network_isolation(config, caps),
-        "netns": bool(caps.get("netns")),
-        "network_reachable_in_fork_server": bool(caps.get("network_reachable")),
-        "seccomp": bool(caps.get("seccomp")),
-        "seccomp_arch": caps.get("seccomp_arch"),
-        "landlock_abi": int(caps.get("landlock_abi", 0)),
-        "filesystem_lock": bool(caps.get("landlock_abi")) and config.filesystem_lock,
-        "uid_switch": bool(caps.get("root")),
-        "rlimits": ["AS", "CPU", "FSIZE", "NOFILE", "NPROC", "CORE", "MEMLOCK", "MSGQUEUE"],
-        "fork_server_pid": caps.get("pid"),
-        "kernel": caps.get("kernel"),
-        "python": _interpreter(),
-    }
-
+__all__ = [
+    "LLMRefused",
+    "ReplResult",
+    "SandboxConfig",
+    "SandboxError",
+    "SandboxSession",
+    "fork_server_cpu_seconds",
+    "isolation_report",
+    "shutdown_fork_servers",
+    "warm_up",
+]
 
 # ---------------------------------------------------------------------------------------------
 # Sessions
@@ -282,6 +66,9 @@ _PIPE_MAX = 1 << 20  # the usual unprivileged ceiling (/proc/sys/fs/pipe-max-siz
 
 # Every working directory created and not yet removed (tests check it ends empty).
 _WORKDIRS: set[str] = set()
+# Where working directories are created (None: the system's temporary directory). Tests point
+# it at a root of their own so they only ever inspect their own directories.
+WORKDIR_ROOT: str | None = None
 _TOKENS = itertools.count(1)
 
 
@@ -330,7 +117,19 @@ def _last_resort(handle: _WorkerHandle) -> None:
 
 
 class _WorkerGone(Exception):
-    pass
+    """The worker's pipe closed (it exited or was killed)."""
+
+
+class _ServerDied(Exception):
+    """The fork server died while a worker was being started on it."""
+
+
+_READ_ERRORS = (
+    _WorkerGone,
+    replies.ProtocolViolation,
+    asyncio.IncompleteReadError,
+    ConnectionError,
+)
 
 
 class SandboxSession:
@@ -357,6 +156,10 @@ class SandboxSession:
         self._finalizer = weakref.finalize(self, _last_resort, self._handle)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.WriteTransport | None = None
+        self._llm_calls_total = 0
+        # Largest frame accepted for each kind of message, from this session's caps.
+        self._result_cap = protocol.frame_cap(config.max_output_chars + 10_000)
+        self._llm_cap = protocol.frame_cap(config.max_llm_request_chars)
         self.isolation = "none"
         self.worker_info: dict[str, Any] = {}
         self.pid: int | None = None
@@ -414,17 +217,31 @@ class SandboxSession:
         self._handle.pid = None
         self._handle.server = None
         self._handle.token = None
+        self.pid = None
         if reason is not None and not self._closed:
             self._lost = reason
 
     async def _spawn(self) -> None:
-        config = self.config
-        netns = _wants_netns(config)
-        server = _SERVERS.get(netns)
-        if server is None or not server.alive():
-            server = await asyncio.to_thread(_fork_server, netns)
-        self.isolation = _network_isolation(config, server.caps)
-        workdir = tempfile.mkdtemp(prefix="fathom-sandbox-")
+        """Start a worker; if the fork server dies meanwhile, once more on a fresh one."""
+        netns = _wants_netns(self.config)
+        for attempt in range(2):
+            server = _SERVERS.get(netns)
+            if server is None or not server.alive():
+                # Starting a fork server blocks for ~0.1-0.2 s: never on the event loop.
+                server = await asyncio.to_thread(_fork_server, netns)
+            try:
+                await self._spawn_on(server)
+                return
+            except _ServerDied:
+                self._drop_worker(None)
+                if attempt:
+                    raise SandboxError(
+                        "the sandbox fork server died twice while starting a worker"
+                    ) from None
+
+    async def _spawn_on(self, server: _ForkServer) -> None:
+        self.isolation = _network_isolation(self.config, server.caps)
+        workdir = tempfile.mkdtemp(prefix="fathom-sandbox-", dir=WORKDIR_ROOT)
         _WORKDIRS.add(workdir)
         self._handle.workdir = workdir
         os.chmod(workdir, 0o711)  # the worker may enter it but, not owning it, cannot write
@@ -440,7 +257,7 @@ class SandboxSession:
         read_pipe: Any = os.fdopen(from_worker_r, "rb", 0)
         write_pipe: Any = os.fdopen(to_worker_w, "wb", 0)
         try:
-            reader = await self._connect(server, netns, to_worker_r, from_worker_w, read_pipe)
+            reader = await self._connect(server, to_worker_r, from_worker_w, read_pipe)
             read_pipe = None
             await self._connect_writer(write_pipe)
             write_pipe = None
@@ -450,19 +267,11 @@ class SandboxSession:
                     with contextlib.suppress(OSError):
                         pipe.close()
             raise
-        await self._handshake(reader)
+        await self._handshake(reader, server)
 
-    async def _connect(
-        self,
-        server: _ForkServer,
-        netns: bool,
-        to_worker_r: int,
-        from_worker_w: int,
-        read_pipe: Any,
-    ) -> asyncio.StreamReader:
-        """Hand the worker's pipe ends to the fork server, then watch the worker's output."""
+    def _spawn_config(self) -> dict[str, Any]:
         config = self.config
-        spawn_config = {
+        return {
             "workdir": self._handle.workdir,
             "memory_mb": config.memory_mb,
             "cpu_seconds": config.cpu_seconds,
@@ -471,6 +280,7 @@ class SandboxSession:
             "max_output_chars": config.max_output_chars,
             "max_code_chars": config.max_code_chars,
             "max_llm_calls_per_run": config.max_llm_calls_per_run,
+            "max_llm_request_chars": config.max_llm_request_chars,
             "uid": config.uid,
             "uid_base": config.uid_base,
             "network": self.isolation,
@@ -479,18 +289,23 @@ class SandboxSession:
             "allow_unsafe_exec_for_tests": self._allow_unsafe_exec,
             "token": f"{os.getpid()}-{next(_TOKENS)}",
         }
+
+    async def _connect(
+        self, server: _ForkServer, to_worker_r: int, from_worker_w: int, read_pipe: Any
+    ) -> asyncio.StreamReader:
+        """Hand the worker's pipe ends to the fork server, then watch the worker's output."""
+        spawn_config = self._spawn_config()
         self._handle.token = spawn_config["token"]
         try:
-            try:
-                server.spawn(spawn_config, [to_worker_r, from_worker_w])
-            except OSError:
-                server = await asyncio.to_thread(_fork_server, netns)  # it died: start again
-                server.spawn(spawn_config, [to_worker_r, from_worker_w])
+            server.spawn(spawn_config, [to_worker_r, from_worker_w])
+        except OSError:
+            raise _ServerDied() from None
         finally:
             os.close(to_worker_r)
             os.close(from_worker_w)
         self._handle.server = server
-        reader = asyncio.StreamReader(limit=protocol.MAX_WORKER_FRAME)
+        cap = max(self._result_cap, self._llm_cap, protocol.frame_cap(self.config.max_read_chars))
+        reader = asyncio.StreamReader(limit=cap)
         read_transport, _ = await asyncio.get_running_loop().connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), read_pipe
         )
@@ -504,9 +319,7 @@ class SandboxSession:
         self._handle.transports.append(write_transport)
         self._writer = write_transport
 
-    async def _handshake(self, reader: asyncio.StreamReader) -> None:
-        """Send the document and wait until the worker is confined and ready."""
-        config = self.config
+    def _send_document(self) -> None:
         write_transport = self._writer
         assert write_transport is not None
         header, payload = protocol.encode_doc(self._document)
@@ -519,32 +332,42 @@ class SandboxSession:
                     _F_SETPIPE_SZ,
                     min(len(payload) + len(header), _PIPE_MAX),
                 )
-        self._reader = reader
         write_transport.write(header)
         write_transport.write(payload)
-        del payload
+
+    async def _handshake(self, reader: asyncio.StreamReader, server: _ForkServer) -> None:
+        """Send the document and wait until the worker is confined and ready."""
+        config = self.config
+        self._reader = reader
+        self._send_document()
+        greeted = False
         try:
             async with asyncio.timeout(config.start_timeout_s):
-                hello = await self._recv()
+                hello = await self._recv(protocol.FRAME_OVERHEAD)
                 if hello.get("op") != "hello" or not isinstance(hello.get("pid"), int):
-                    raise SandboxError("sandbox worker sent an unexpected greeting")
+                    raise replies.ProtocolViolation("an unexpected greeting")
+                greeted = True
                 self.pid = self._handle.pid = hello["pid"]
                 with contextlib.suppress(OSError):
                     # Without one, kill() goes through the fork server instead.
                     self._handle.pidfd = os.pidfd_open(hello["pid"])
-                ready = await self._recv()
+                ready = await self._recv(protocol.FRAME_OVERHEAD)
         except TimeoutError:
             self._drop_worker(None)
             raise SandboxError(
                 f"sandbox worker not ready after {config.start_timeout_s} s"
             ) from None
-        except (_WorkerGone, asyncio.IncompleteReadError, ConnectionError):
+        except _READ_ERRORS:
             self._drop_worker(None)
+            # No greeting and the server gone: the request died with it; try a fresh one.
+            if not greeted and await asyncio.to_thread(died_within, server, 1.0):
+                raise _ServerDied() from None
             raise SandboxError("sandbox worker exited during start-up") from None
         if ready.get("op") != "ready":
             self._drop_worker(None)
             raise SandboxError(f"sandbox worker failed to start: {ready.get('error', ready)}")
-        self.worker_info = dict(ready.get("applied") or {})
+        applied = ready.get("applied")
+        self.worker_info = dict(applied) if isinstance(applied, dict) else {}
         self._alive = True
 
     # -- I/O --------------------------------------------------------------------------------
@@ -554,89 +377,91 @@ class SandboxSession:
             raise _WorkerGone()
         self._writer.write(protocol.encode_json(message))
 
-    async def _recv(self) -> dict[str, Any]:
+    async def _recv(self, cap: int) -> dict[str, Any]:
+        """The next message from the worker; ProtocolViolation for anything malformed."""
         reader = self._reader
         if reader is None:
             raise _WorkerGone()
         header = await reader.readexactly(protocol.HEADER.size)
         size, kind = protocol.HEADER.unpack(header)
-        if size > protocol.MAX_WORKER_FRAME or kind != protocol.KIND_JSON:
-            raise _WorkerGone()
+        if kind != protocol.KIND_JSON:
+            raise replies.ProtocolViolation(f"a message of unknown kind {kind}")
+        if size > cap:
+            raise replies.ProtocolViolation(f"a {size:,}-byte message; the limit is {cap:,}")
         payload = await reader.readexactly(size)
-        try:
-            message = json.loads(payload)
-        except ValueError:
-            raise _WorkerGone() from None
-        if not isinstance(message, dict):
-            raise _WorkerGone()
-        return message
+        # Decoded here: json.loads holds the GIL, so a thread would stall the loop just as long
+        # (measured: longer). The caps keep a frame small enough (see docs/sandbox.md).
+        return replies.decode_frame(payload)
 
-    async def _answer_llm(self, message: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        """The reply to one llm() request, and whether a model was really called for it.
+    def _llm_refused(self, message: dict[str, Any], in_run: int) -> str | None:
+        """Why the parent turns this llm() request down by itself, or None.
 
-        Only the time of a real call is kept off the call's budget; a refusal is answered at
-        once and counts like any other work of the code.
+        The worker checks the same caps; they are checked again here because the worker runs
+        model code and may not be honest.
         """
+        config = self.config
         prompt, text = message.get("prompt"), message.get("text")
         if not isinstance(prompt, str) or not isinstance(text, str):
-            return _llm_refusal("llm() takes two str arguments"), False
+            return "llm() takes two str arguments"
+        if len(prompt) + len(text) > config.max_llm_request_chars:
+            return (
+                f"llm() prompt and text have {len(prompt) + len(text):,} characters together; "
+                f"the limit is {config.max_llm_request_chars:,}"
+            )
+        if in_run > config.max_llm_calls_per_run:
+            return f"llm() was called more than {config.max_llm_calls_per_run} times in this call"
+        cap = config.max_llm_calls_per_session
+        if cap is not None and self._llm_calls_total >= cap:
+            return f"llm() was already called {cap} times in this session"
         if self._llm is None:
-            return _llm_refusal(
-                "llm() is not available: no model is attached to this sandbox"
-            ), False
-        try:
-            if self.config.llm_timeout_s is None:
-                answer = await self._llm(prompt, text)
-            else:
-                async with asyncio.timeout(self.config.llm_timeout_s):
-                    answer = await self._llm(prompt, text)
-        except LLMRefused as exc:
-            return _llm_refusal(str(exc)[:2000] or "llm() was refused"), False
-        except TimeoutError:
-            error = f"llm() took longer than {self.config.llm_timeout_s} s"
-            return {"op": "llm_result", "ok": False, "error": error}, True
-        except Exception as exc:
-            # The text of an arbitrary error (a client's, with its URL) is not for the model.
-            error = f"llm() failed: {type(exc).__name__}"
-            return {"op": "llm_result", "ok": False, "error": error}, True
-        if not isinstance(answer, str):
-            return {
-                "op": "llm_result",
-                "ok": False,
-                "error": "llm() callback returned no text",
-            }, True
-        return {"op": "llm_result", "ok": True, "text": answer}, True
+            return "llm() is not available: no model is attached to this sandbox"
+        return None
 
-    async def _exchange(self, request: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        """Send one request; serve llm() calls until the result.
+    async def _answer_llm(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The reply to one llm() request that passed the caps: the callback's answer."""
+        assert self._llm is not None
+        self._llm_calls_total += 1
+        return await call_llm(self._llm, message["prompt"], message["text"], self.config)
+
+    async def _exchange(self, request: dict[str, Any], reply_cap: int) -> tuple[dict, float, int]:
+        """Send one request; serve llm() calls until the reply. Returns (reply, wait, llm calls).
 
         The budget is wall-clock time since the request was sent, minus the time spent awaiting
         real model calls. Refused llm() calls are not deducted, so code that loops on them cannot
         hold the call (and this process's attention) open beyond the limit.
         """
         budget = self.config.call_timeout_s + self.config.kill_grace_s
-        llm_wait = 0.0
-        excluded = 0.0
+        runs_code = request["op"] != "read"
+        cap = max(reply_cap, self._llm_cap) if runs_code else reply_cap
+        llm_wait = excluded = 0.0
+        requests = 0
         started = time.perf_counter()
         self._send(request)
         while True:
             remaining = budget - (time.perf_counter() - started - excluded)
             async with asyncio.timeout(max(remaining, 0.0)):
-                message = await self._recv()
+                message = await self._recv(cap)
             if message.get("op") != "llm":
-                return message, llm_wait
+                return message, llm_wait, requests
+            if not runs_code:
+                raise replies.ProtocolViolation("an llm() request outside of running code")
+            requests += 1
             mark = time.perf_counter()
-            answer, real = await self._answer_llm(message)
+            refusal = self._llm_refused(message, requests)
+            if refusal is not None:
+                answer = replies.llm_refusal(refusal)
+            else:
+                answer = await self._answer_llm(message)
             spent = time.perf_counter() - mark
             llm_wait += spent
-            if real:
+            if not answer.get("refused"):
                 excluded += spent
             self._send(answer)
 
     # -- public calls -----------------------------------------------------------------------
 
     async def run(self, code: str) -> ReplResult:
-        """Run `code` in the REPL. Never raises for anything the code does."""
+        """Run `code` in the REPL. Never raises for anything the code (or the worker) does."""
         if not isinstance(code, str):
             raise TypeError("code must be a str")
         return await self._run(code, "run")
@@ -651,44 +476,60 @@ class SandboxSession:
                 restarted = self._lost or "the previous sandbox worker stopped"
                 self._lost = None
                 await self._spawn()
+            request = {"op": op, "code": code, "timeout": self.config.call_timeout_s}
             try:
-                reply, llm_wait = await self._exchange(
-                    {"op": op, "code": code, "timeout": self.config.call_timeout_s}
-                )
-            except TimeoutError:
-                limit = self.config.call_timeout_s
-                self._drop_worker(f"it was killed after exceeding the {limit:g} s time limit")
-                return self._failure(
-                    started,
-                    f"TimeoutError: the call did not finish within {limit:g} s and the sandbox "
-                    "was restarted; variables from earlier calls are lost (`doc` is still "
-                    "available)",
-                    timed_out=True,
-                    restarted=restarted,
-                )
-            except (_WorkerGone, asyncio.IncompleteReadError, ConnectionError):
-                self._drop_worker("it crashed")
-                return self._failure(
-                    started,
-                    "SandboxCrash: the sandbox worker died during this call (memory, CPU limit "
-                    "or a crash) and was restarted; variables from earlier calls are lost "
-                    "(`doc` is still available)",
-                    timed_out=False,
-                    restarted=restarted,
-                )
-            except BaseException:
-                # Cancelled (or worse) mid-call: the worker's state is unknown, so stop it.
-                self._drop_worker("the previous call was cancelled")
-                raise
-            if reply.get("op") != "result":
-                self._drop_worker("it answered out of protocol")
-                return self._failure(
-                    started, "SandboxCrash: protocol error", timed_out=False, restarted=restarted
-                )
-            return self._result(reply, started, llm_wait, restarted)
+                reply, llm_wait, requests = await self._exchange(request, self._result_cap)
+                if reply.get("op") != "result":
+                    raise replies.ProtocolViolation(f"a reply of kind {reply.get('op')!r}")
+            except BaseException as exc:
+                error, timed_out = await self._call_failed(exc)
+                return self._failure(started, error, timed_out=timed_out, restarted=restarted)
+            result = self._result(reply, started, llm_wait, requests, restarted)
+            # The reward asks whether any tool touched the document: a worker may only claim
+            # it for code that names `doc` (the worker checks the parsed cell; this is the text).
+            result.touched_document = result.touched_document and _names_doc(code)
+            return result
 
-    async def read_variable(self, name: str) -> str:
-        """The str value of REPL variable `name`; SandboxError if missing or not text."""
+    async def _call_failed(self, exc: BaseException) -> tuple[str, bool]:
+        """Stop the worker after a failed call; the model's error text and whether it timed out.
+
+        Re-raises anything that is not the worker's doing (cancellation), after the worker is
+        stopped: its state is unknown then.
+        """
+        if isinstance(exc, TimeoutError):
+            limit = self.config.call_timeout_s
+            self._drop_worker(f"it was killed after exceeding the {limit:g} s time limit")
+            return replies.timeout_error(limit), True
+        if isinstance(exc, replies.ProtocolViolation):
+            self._drop_worker("it broke the sandbox protocol")
+            return replies.violation_error(str(exc)), False
+        if not isinstance(exc, _READ_ERRORS):
+            self._drop_worker("the previous call was cancelled")
+            raise exc
+        # The pipe closed: ask the fork server how the worker ended, to tell the model which
+        # limit it hit. The worker is killed first, so nothing awaited here can leave it running.
+        server, token = self._handle.server, self._handle.token
+        self._handle.kill()
+        try:
+            status = await _exit_status(server, token)
+        except BaseException:
+            self._drop_worker("the previous call was cancelled")
+            raise
+        error, reason = replies.describe_death(
+            status, self.config.memory_mb, self.config.cpu_seconds
+        )
+        self._drop_worker(reason)
+        return error, False
+
+    async def read_variable(self, name: str, max_chars: int | None = None) -> str:
+        """The str value of REPL variable `name`; SandboxError if missing, too long or not text.
+
+        At most `max_chars` (and never more than the config's `max_read_chars`) characters are
+        transferred; a longer variable is an error.
+        """
+        limit = self.config.max_read_chars
+        if max_chars is not None:
+            limit = max(0, min(limit, max_chars))
         async with self._lock:
             if self._closed:
                 raise SandboxError("the sandbox session is closed")
@@ -697,21 +538,25 @@ class SandboxSession:
                     f"no REPL variable named {name!r}: the sandbox was restarted "
                     f"({self._lost or 'worker stopped'}) and earlier variables are lost"
                 )
+            request = {"op": "read", "name": name, "max_chars": limit}
             try:
-                reply, _ = await self._exchange({"op": "read", "name": name})
-            except (TimeoutError, _WorkerGone, asyncio.IncompleteReadError, ConnectionError):
+                reply, _, _ = await self._exchange(request, protocol.frame_cap(limit))
+            except (TimeoutError, *_READ_ERRORS):
                 self._drop_worker("it stopped answering")
                 raise SandboxError("the sandbox worker stopped answering") from None
             except BaseException:
                 self._drop_worker("the previous call was cancelled")
                 raise
-            if reply.get("op") != "value":
+            value = reply.get("value")
+            if reply.get("op") != "value" or (reply.get("ok") and not isinstance(value, str)):
+                self._drop_worker("it broke the sandbox protocol")
                 raise SandboxError("unexpected reply from the sandbox worker")
             if not reply.get("ok"):
-                raise SandboxError(str(reply.get("error", "variable unavailable")))
-            value = reply.get("value")
-            if not isinstance(value, str):
-                raise SandboxError(f"{name!r} is not text")
+                raise SandboxError(str(reply.get("error", "variable unavailable"))[:2000])
+            if len(value) > limit:
+                raise SandboxError(
+                    f"{name!r} has {len(value):,} characters; the limit is {limit:,}"
+                )
             return value
 
     async def _unsafe_exec_for_tests(self, code: str) -> ReplResult:
@@ -727,7 +572,12 @@ class SandboxSession:
     # -- results ----------------------------------------------------------------------------
 
     def _result(
-        self, reply: dict[str, Any], started: float, llm_wait: float, restarted: str | None
+        self,
+        reply: dict[str, Any],
+        started: float,
+        llm_wait: float,
+        llm_requests: int,
+        restarted: str | None,
     ) -> ReplResult:
         limit = self.config.max_output_chars
         output = reply.get("output")
@@ -735,18 +585,18 @@ class SandboxSession:
         if len(output) > limit + 400:  # the worker already cut it; do not trust that
             output = output[:limit] + "\n[output truncated]"
         if restarted is not None:
-            output = _restart_note(restarted) + output
+            output = replies.restart_note(restarted) + output
         error = reply.get("error")
         error = str(error)[:4000] if error is not None else None
         return ReplResult(
             output=output,
             error=error,
             wall_s=time.perf_counter() - started,
-            output_chars=_int(reply.get("output_chars")),
+            output_chars=replies.as_count(reply.get("output_chars")),
             truncated=bool(reply.get("truncated")),
             timed_out=bool(reply.get("timed_out")),
             touched_document=bool(reply.get("touched_document")),
-            llm_calls=_int(reply.get("llm_calls")),
+            llm_calls=llm_requests,  # counted here: the worker's own count is not trusted
             llm_wait_s=llm_wait,
             worker_restarted=restarted is not None,
         )
@@ -755,7 +605,7 @@ class SandboxSession:
         self, started: float, error: str, *, timed_out: bool, restarted: str | None
     ) -> ReplResult:
         return ReplResult(
-            output=_restart_note(restarted) if restarted is not None else "",
+            output=replies.restart_note(restarted) if restarted is not None else "",
             error=error,
             wall_s=time.perf_counter() - started,
             output_chars=0,
@@ -767,20 +617,23 @@ class SandboxSession:
         )
 
 
-def _llm_refusal(error: str) -> dict[str, Any]:
-    # "refused" tells the worker to charge the wait to the call, as the parent does.
-    return {"op": "llm_result", "ok": False, "error": error, "refused": True}
+_DOC_NAME = re.compile(r"\bdoc\b")
 
 
-def _restart_note(reason: str) -> str:
-    return (
-        f"[sandbox restarted: the previous worker stopped because {reason}; variables from "
-        "earlier calls are gone, `doc` is loaded again]\n"
-    )
+def _names_doc(code: str) -> bool:
+    return _DOC_NAME.search(code) is not None
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+async def _exit_status(server: _ForkServer | None, token: str | None) -> dict[str, Any]:
+    """The fork server's report on how the worker `token` ended (see replies.describe_death)."""
+    if server is None or token is None:
+        return {"state": "unknown"}
+    if not server.alive():
+        return {"state": "server-gone"}
+    try:
+        return await asyncio.to_thread(server.exit_status, token, 1.0)
+    except SandboxError:
+        return {"state": "server-gone"}
 
 
 async def _wait_exit(pidfd: int, timeout: float) -> None:

@@ -1,11 +1,9 @@
-"""Code that runs outside the parent: the warm fork server and the per-session worker.
+"""The per-session worker: runs model code for one rollout, inside every OS restriction.
 
-The fork server is started once per parent process as ``python -I -S`` with an empty
-environment. It imports everything a worker needs, optionally enters a fresh network
-namespace, then waits on a unix socket for requests; each request carries the two pipe ends of
-a new session and a small JSON config. It forks; the child confines itself (rlimits, uid,
-no_new_privs, Landlock, seccomp) and becomes the worker: it receives the document once and
-answers run/read requests over its pipes until the parent closes them.
+A worker is forked by the fork server (forkserver.py), confines itself (rlimits, uid,
+no_new_privs, Landlock, seccomp), receives the document once and answers run/read requests over
+its pipes until the parent closes them. Whatever the model's code does, the worker answers with
+a result: it only dies for a resource limit (memory, CPU, the parent's wall clock).
 
 Only the standard library and RestrictedPython are imported here.
 """
@@ -14,21 +12,19 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import gc
 import io
 import json
 import os
-import resource
 import signal
-import socket
 import sys
 import time
 from typing import Any
 
 from . import isolation, protocol, restricted
 
-_STDIN, _STDOUT, _STDERR = 0, 1, 2
-_NULL_TEXT: Any = None
+STDIN, STDOUT, STDERR = 0, 1, 2
+NULL_TEXT: Any = None  # set by the fork server before any fork
+_ERROR_CHARS = 4000  # an error text longer than this is cut (the parent cuts it again)
 
 
 class Channel:
@@ -108,6 +104,8 @@ class Worker:
         self.llm_calls = 0
         self.llm_wait = 0.0
         self.max_llm_calls = int(config.get("max_llm_calls_per_run", 32))
+        self.max_llm_chars = int(config.get("max_llm_request_chars", 1_000_000))
+        self.max_frame = protocol.frame_cap(self.max_llm_chars)
         self.globals = restricted.make_globals(document, self.buffer, self._llm)
 
     def _llm(self, prompt: Any, text: Any = "") -> str:
@@ -121,8 +119,17 @@ class Worker:
                 f"llm() was called more than {self.max_llm_calls} times in this call; this "
                 "one was not sent"
             )
-        self.llm_calls += 1
+        size = len(prompt) + len(text)
+        if size > self.max_llm_chars:
+            # Checked before encoding: a prompt of tens of MB is refused at once, never sent.
+            raise restricted.LLMError(
+                f"llm() prompt and text have {size:,} characters together; the limit is "
+                f"{self.max_llm_chars:,}. Pass a smaller slice"
+            )
         frame = protocol.encode_json({"op": "llm", "prompt": prompt, "text": text})
+        if len(frame) > self.max_frame:
+            raise restricted.LLMError("llm() request too large once encoded; pass less text")
+        self.llm_calls += 1
         # Encoding is charged; the alarm may not interrupt a half-written frame, so it is held
         # (the timer keeps running) until the write is done.
         active, self.clock.active = self.clock.active, False
@@ -131,6 +138,9 @@ class Worker:
         finally:
             self.clock.active = active
         del frame
+        return self._llm_reply()
+
+    def _llm_reply(self) -> str:
         remaining = self.clock.pause()  # only the wait for the parent's answer is excluded
         started = time.perf_counter()
         reply = None
@@ -145,7 +155,7 @@ class Worker:
         if reply is None:
             os._exit(0)  # the parent is gone
         if reply.get("op") != "llm_result":
-            os._exit(3)  # protocol violation: nothing sensible left to do
+            os._exit(protocol.EXIT_PROTOCOL)  # nothing sensible left to do
         if not reply.get("ok"):
             raise restricted.LLMError(str(reply.get("error") or "llm() failed"))
         return str(reply.get("text", ""))
@@ -176,6 +186,8 @@ class Worker:
     ) -> dict[str, Any]:
         """The reply to one call: the rendered output and what the call did."""
         output, chars, truncated = self.buffer.render()
+        if error is not None and len(error) > _ERROR_CHARS:
+            error = error[:_ERROR_CHARS] + " [...]"
         return {
             "op": "result",
             "output": output,
@@ -190,28 +202,38 @@ class Worker:
         }
 
     def _execute(self, compiled: restricted.Compiled, timeout: float) -> tuple[str | None, bool]:
-        g = self.globals
+        self.clock.start(timeout)
         try:
-            self.clock.start(timeout)
-            try:
-                self.clock.active = True
-                exec(compiled.body, g)
-                if compiled.tail is not None:
-                    value = eval(compiled.tail, g)
-                    if value is not None:
-                        self.buffer.write(repr(value) + "\n")
-            finally:
-                self.clock.active = False
-                self.clock.stop()
+            return self._execute_clocked(compiled), False
         except restricted.SandboxTimeout as exc:
             return str(exc), True
-        except MemoryError:
-            return (f"MemoryError: the {self.config['memory_mb']} MB memory limit was hit"), False
-        except BaseException as exc:
-            return restricted.describe_exception(exc), False
-        return None, False
+        finally:
+            self.clock.active = False
+            self.clock.stop()
 
-    def read_variable(self, name: Any) -> dict[str, Any]:
+    def _execute_clocked(self, compiled: restricted.Compiled) -> str | None:
+        """Run the cell; describe what it raised while the clock still runs.
+
+        Describing an exception calls code the model wrote (a str subclass as message, an
+        attribute of an unexpected type), so it gets the same clock and the same catch-all.
+        """
+        g = self.globals
+        self.clock.active = True
+        try:
+            exec(compiled.body, g)
+            if compiled.tail is not None:
+                value = eval(compiled.tail, g)
+                if value is not None:
+                    self.buffer.write(str(repr(value)) + "\n")
+        except restricted.SandboxTimeout:
+            raise
+        except MemoryError:
+            return f"MemoryError: the {self.config['memory_mb']} MB memory limit was hit"
+        except BaseException as exc:
+            return restricted.describe_exception(exc)
+        return None
+
+    def read_variable(self, name: Any, max_chars: Any) -> dict[str, Any]:
         if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
             return {"op": "value", "ok": False, "error": f"{name!r} is not a variable name"}
         if name not in self.globals:
@@ -220,7 +242,10 @@ class Worker:
         if not isinstance(value, str):
             kind = type(value).__name__
             return {"op": "value", "ok": False, "error": f"{name!r} is a {kind}, not text (str)"}
-        return {"op": "value", "ok": True, "value": value}
+        if isinstance(max_chars, int) and len(value) > max_chars:
+            error = f"{name!r} has {len(value):,} characters; the limit is {max_chars:,}"
+            return {"op": "value", "ok": False, "error": error}
+        return {"op": "value", "ok": True, "value": str(value)}
 
     def unsafe_exec(self, code: str, timeout: float) -> dict[str, Any]:
         """Plain exec with real builtins, still inside every OS limit. Tests only."""
@@ -246,21 +271,46 @@ class Worker:
         self.buffer.write(sink.getvalue())
         return self._result(error, timed_out, touched=False, exec_s=0.0)
 
+    def _reply_to(self, message: dict[str, Any]) -> dict[str, Any]:
+        op = message.get("op")
+        if op == "run":
+            return self.run(str(message.get("code", "")), float(message["timeout"]))
+        if op == "read":
+            return self.read_variable(message.get("name"), message.get("max_chars"))
+        if op == "unsafe_exec" and self.config.get("allow_unsafe_exec_for_tests"):
+            return self.unsafe_exec(str(message.get("code", "")), float(message["timeout"]))
+        return {"op": "error", "error": f"unknown request {op!r}"}
+
+    def _fallback(self, message: dict[str, Any], exc: BaseException) -> dict[str, Any]:
+        """A reply for a request whose handling failed outside the model's code."""
+        if isinstance(exc, MemoryError):
+            error = f"MemoryError: the {self.config['memory_mb']} MB memory limit was hit"
+        else:
+            error = f"SandboxError: the call could not be completed ({type(exc).__name__})"
+        if message.get("op") == "read":
+            return {"op": "value", "ok": False, "error": error}
+        self.buffer.reset(int(self.config["max_output_chars"]))
+        return self._result(error, False, False, 0.0)
+
     def serve(self) -> None:
+        """Answer requests until the parent closes the pipe. Nothing here may end the worker.
+
+        Anything raised while a request is handled or its reply is encoded (out of memory, a
+        value that cannot be shown) becomes an error reply; REPL state is kept.
+        """
         while True:
             message = self.channel.recv()
             if message is None or message.get("op") == "exit":
                 return
-            op = message.get("op")
-            if op == "run":
-                reply = self.run(str(message.get("code", "")), float(message["timeout"]))
-            elif op == "read":
-                reply = self.read_variable(message.get("name"))
-            elif op == "unsafe_exec" and self.config.get("allow_unsafe_exec_for_tests"):
-                reply = self.unsafe_exec(str(message.get("code", "")), float(message["timeout"]))
-            else:
-                reply = {"op": "error", "error": f"unknown request {op!r}"}
-            self.channel.send(reply)
+            try:
+                frame = protocol.encode_json(self._reply_to(message))
+            except BaseException as exc:
+                try:
+                    frame = protocol.encode_json(self._fallback(message, exc))
+                except MemoryError:
+                    os._exit(protocol.EXIT_OUT_OF_MEMORY)
+            self.channel.write(frame)
+            del frame
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,12 +368,12 @@ def worker_main(
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write over RLIMIT_FSIZE fails with EFBIG
     null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(read_fd, _STDIN)
-    os.dup2(write_fd, _STDOUT)
-    os.dup2(null, _STDERR)
+    os.dup2(read_fd, STDIN)
+    os.dup2(write_fd, STDOUT)
+    os.dup2(null, STDERR)
     os.closerange(3, 1 << 20)  # close_fds: the fork server's socket and anything else
-    sys.stdout = sys.stderr = _NULL_TEXT  # fd 2 is /dev/null from here on
-    channel = Channel(_STDIN, _STDOUT)
+    sys.stdout = sys.stderr = NULL_TEXT  # fd 2 is /dev/null from here on
+    channel = Channel(STDIN, STDOUT)
     channel.send({"op": "hello", "pid": os.getpid()})
     try:
         applied = _confine(config, zygote_pid, caps)
@@ -338,157 +388,3 @@ def worker_main(
     worker = Worker(channel, config, document)
     channel.send({"op": "ready", "applied": applied})
     worker.serve()
-
-
-# ---------------------------------------------------------------------------------------------
-# Fork server
-# ---------------------------------------------------------------------------------------------
-
-
-# Workers cannot open files (Landlock), so every module a helper or a str method might import
-# lazily has to be in memory before the fork.
-_PRELOAD = (
-    "heapq",
-    "encodings.latin_1",
-    "encodings.utf_16",
-    "encodings.utf_32",
-    "encodings.ascii",
-    "encodings.cp1252",
-    "encodings.idna",
-    "encodings.unicode_escape",
-    "unicodedata",
-    "_thread",
-)
-_WARM_CELL = """
-x = re_findall(r'\\w+', doc, 'imsx')
-y = re_sub(r'(w)', r'<\\1>', doc) + re_escape('.') + to_json({'a': [1]}, indent=1)
-z = re_split(r'a', doc, 1) + re_finditer('a', doc) + most_common(doc, 1) + [counter(doc)]
-z += re_finditer(r'\\bawa\\b', doc)
-w = '{0:>5}{a:,}'.format(1, a=2) + str(from_json('[1]')) + f'{3.5:.1f}'
-print(len(x), y, z, w, sorted(map(str.lower, filter(None, x))))
-try:
-    {}['k']
-except KeyError as e:
-    q = e
-x
-"""
-
-
-def _warm_up() -> None:
-    """Exercise the code paths a worker uses so forked children share the warmed pages."""
-    import importlib
-
-    for name in _PRELOAD:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
-    buffer = restricted.OutputBuffer(100)
-    g = restricted.make_globals("warm awa", buffer, lambda p, t="": "")
-    compiled = restricted.compile_cell(_WARM_CELL)
-    exec(compiled.body, g)
-    eval(compiled.tail, g)
-    restricted.describe_exception(KeyError("k"))
-    isolation.libc()
-
-
-# Live workers by the token the parent gave at spawn. SIGCHLD is blocked while this is read or
-# filled, so a pid found here is an unreaped child: it cannot belong to another process.
-_LIVE: dict[str, int] = {}
-
-
-def _reap() -> None:
-    while True:
-        try:
-            pid, _status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        for token in [t for t, p in _LIVE.items() if p == pid]:
-            del _LIVE[token]
-
-
-def _kill_worker(token: Any) -> None:
-    """SIGKILL the worker spawned with `token`, for a parent that has no pidfd for it."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
-    try:
-        pid = _LIVE.get(token) if isinstance(token, str) else None
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
-def _cpu_stats() -> dict[str, float]:
-    """CPU seconds of this fork server and of every worker it has reaped (benchmarks)."""
-    _reap()
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {"self": own.ru_utime + own.ru_stime, "children": kids.ru_utime + kids.ru_stime}
-
-
-def zygote_main(control_fd: int, want_netns: bool) -> None:
-    sock = socket.socket(fileno=control_fd)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
-    netns = isolation.unshare_network() if want_netns else False
-    caps = isolation.probe()
-    # Workers are reaped here rather than by the kernel (SIG_IGN) so their CPU time, exit
-    # included, adds up in RUSAGE_CHILDREN, which the parent can ask for.
-    signal.signal(signal.SIGCHLD, lambda signum, frame: _reap())
-    caps["netns"] = netns
-    caps["pid"] = os.getpid()
-    caps["python"] = sys.version.split()[0]
-    global _NULL_TEXT
-    # Built once here rather than in every worker (it costs an encoding lookup and new objects
-    # per start); it writes to whatever fd 2 is, which each worker points at /dev/null.
-    _NULL_TEXT = io.TextIOWrapper(io.FileIO(_STDERR, "w", closefd=False), encoding="utf-8")
-    _warm_up()
-    gc.collect()
-    gc.freeze()  # keep the warmed heap out of collections so forked pages stay shared
-    sock.send(json.dumps(caps).encode())
-    my_pid = os.getpid()
-    while True:
-        try:
-            message, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 4)
-        except OSError:
-            break
-        if not message:
-            break  # the parent closed its end (it exited): stop; workers die by pdeathsig
-        if not fds and message == b'{"op":"stats"}':
-            sock.send(json.dumps(_cpu_stats()).encode())
-            continue
-        if not fds:
-            with contextlib.suppress(ValueError):
-                request = json.loads(message)
-                if isinstance(request, dict) and request.get("op") == "kill":
-                    _kill_worker(request.get("token"))
-            continue
-        if len(fds) != 2:
-            for fd in fds:
-                os.close(fd)
-            continue
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
-        try:
-            config = json.loads(message)
-            pid = os.fork()
-        except Exception:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-            for fd in fds:
-                os.close(fd)
-            continue
-        if pid == 0:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-            code = 0
-            try:
-                worker_main(fds[0], fds[1], config, my_pid, caps)
-            except BaseException:
-                code = 1
-            finally:
-                os._exit(code)
-        token = config.get("token") if isinstance(config, dict) else None
-        if isinstance(token, str):
-            _LIVE[token] = pid
-        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-        for fd in fds:
-            os.close(fd)
-    os._exit(0)

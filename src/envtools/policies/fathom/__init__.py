@@ -33,7 +33,13 @@ from envtools.policies.fathom.attacks import (
     VerboseRepl,
 )
 from envtools.policies.fathom.code_only import GrepOnly
-from envtools.policies.fathom.gold import TASKS, TaskIndex, register_tasks
+from envtools.policies.fathom.gold import (
+    TASKS,
+    TaskIndex,
+    UnknownTaskError,
+    document_length_guesses,
+    register_tasks,
+)
 from envtools.policies.fathom.planner import (
     FathomReference,
     ReferenceDepth0,
@@ -76,8 +82,10 @@ __all__ = [
     "ReferenceDepth1",
     "ReferenceDepth2",
     "TaskIndex",
+    "UnknownTaskError",
     "attacks",
     "code_only",
+    "document_length_guesses",
     "planner",
     "register_tasks",
 ]

@@ -133,9 +133,7 @@ class FrequentEntity:
             return ChatResult(_message(calls=[("repl", {"code": code})]))
         from fathom_rlm.documents import blind_answer
 
-        row = self.index.lookup(view.question)
-        if row is None:
-            return ChatResult(_answer(GIVE_UP))
+        row = self.index.require(view.question, view.doc_chars)  # refuse, never guess
         doc = get_document(int(row["seed"]), int(row["doc_tokens"]))
         return ChatResult(_answer(blind_answer(doc, view.question)))
 
@@ -255,9 +253,7 @@ class PhantomEvidence:
         sub = _not_reading_sub_call(view, tools)
         if sub is not None:
             return ChatResult(sub)
-        row = self.index.lookup(view.question)
-        if row is None:
-            return ChatResult(_answer(GIVE_UP))
+        row = self.index.require(view.question, view.doc_chars)  # refuse, never guess
         if view.calls:
             return ChatResult(_answer(str(row["answer"])))
         cap = min(view.slice_cap, 2 * self.window)

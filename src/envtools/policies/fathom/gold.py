@@ -19,6 +19,7 @@ class TaskIndex:
     """Document lengths those splits are regenerated at (the environment's `doc_tokens`)."""
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     _loaded: bool = False
+    _loaded_lengths: set[int] = field(default_factory=set)
 
     def register(self, rows: Iterable[dict[str, Any]]) -> None:
         for row in rows:
@@ -34,6 +35,49 @@ class TaskIndex:
                 for split in self.autoload_splits:
                     self.register(build_split(split, doc_tokens=doc_tokens))  # type: ignore[arg-type]
         return self.rows.get(key)
+
+    def require(self, question: str, doc_chars: int) -> dict[str, Any]:
+        """The row of a root question, loading the standard splits at the length of the request's
+        document if needed; UnknownTaskError (a refusal the server answers with 422) otherwise.
+
+        An attack without its row could only answer "unknown", which would look like a reward of
+        0 rather than a misconfigured run.
+        """
+        row = self.lookup(question)
+        if row is None and self.autoload_splits:
+            from fathom_rlm.documents import build_split
+
+            for doc_tokens in document_length_guesses(doc_chars):
+                if doc_tokens not in self._loaded_lengths:
+                    self._loaded_lengths.add(doc_tokens)
+                    for split in self.autoload_splits:
+                        self.register(build_split(split, doc_tokens=doc_tokens))  # type: ignore[arg-type]
+                row = self.rows.get(_question_key(question))
+                if row is not None:
+                    break
+        if row is None:
+            served = sorted({int(r["doc_tokens"]) for r in self.rows.values()})
+            raise UnknownTaskError(
+                "the gold-in-hand fathom attacks know no task with this question for a document "
+                f"of {doc_chars:,} characters (about {doc_chars // 4:,} tokens; rows known at "
+                f"doc_tokens {served or 'none'}). They serve the eval and train splits at whole "
+                "hundreds of tokens; start the policy server with --fathom-doc-tokens set to "
+                "the run's doc_tokens."
+            )
+        return row
+
+
+class UnknownTaskError(ValueError):
+    """No task row for a question: the attack refuses instead of answering "unknown"."""
+
+
+def document_length_guesses(doc_chars: int) -> list[int]:
+    """`doc_tokens` values a document of `doc_chars` characters was probably generated at: the
+    generator lands a few dozen characters past doc_tokens x 4, so round down to hundreds, then
+    thousands."""
+    tokens = doc_chars // 4
+    guesses = [tokens // 100 * 100, tokens // 1000 * 1000]
+    return [g for i, g in enumerate(guesses) if g > 0 and g not in guesses[:i]]
 
 
 def _question_key(question: str) -> str:

@@ -1,0 +1,157 @@
+"""The adapters under stress, in-process on the main venv's verifiers: the rollout time budget on
+the legacy API, and the slow work (documents, scoring) kept off the event loop's thread."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+import pytest
+from fathom_rlm.adapters import scoring
+from fathom_rlm.adapters.arguments import FathomArguments
+from fathom_rlm.documents import build_split
+
+from envtools.faults import FaultPlan
+from envtools.policy_server import policy_server_in_thread
+
+DOC_TOKENS = 16_000
+
+
+@pytest.fixture(scope="module")
+def row() -> dict[str, Any]:
+    from envtools.policies.fathom import register_tasks
+
+    rows = build_split("eval", 1, doc_tokens=DOC_TOKENS)
+    register_tasks(rows)
+    return rows[0]
+
+
+def legacy_rollout(url: str, row: dict[str, Any], **arguments: Any) -> tuple[Any, Any]:
+    """One legacy rollout through verifiers' own `rollout`, then the rubric's scores."""
+    import openai
+    from fathom_rlm.adapters.legacy import FathomLegacyEnv, FathomRubric
+    from verifiers.legacy.clients.openai_chat_completions_client import (
+        OpenAIChatCompletionsClient,
+    )
+
+    env = FathomLegacyEnv(FathomArguments(num_examples=1, doc_tokens=DOC_TOKENS, **arguments))
+    rubric = next(r for r in env.rubric.rubrics if isinstance(r, FathomRubric))
+    rollout_input = {
+        "prompt": [{"role": "user", "content": row["question"]}],
+        "example_id": 0,
+        "answer": row["answer"],
+        "info": json.dumps(row),
+    }
+
+    async def go() -> tuple[Any, Any]:
+        api = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0, timeout=120)
+        try:
+            client = OpenAIChatCompletionsClient(api)
+            state = await env.rollout(rollout_input, client, "fathom-reference", {})
+            return state, await rubric.scores(state)
+        finally:
+            await api.close()
+
+    return asyncio.run(asyncio.wait_for(go(), 300))
+
+
+def test_legacy_rollout_past_its_time_budget_ends_and_is_scored(row: dict[str, Any]) -> None:
+    from fathom_rlm.adapters.legacy import RECORD_KEY
+
+    slow = FaultPlan(slow=1.0, slow_s=60.0)  # every model call takes a minute
+    with policy_server_in_thread(faults=slow) as url:
+        state, scores = legacy_rollout(url, row, time_budget_s=1.0)
+    assert state["stop_condition"] == "timeout_reached"
+    assert state.get("error") is None  # a budget is an ending, not an error
+    record = state[RECORD_KEY]
+    assert record.ended_by == "time_budget" and record.final_answer is None
+    assert scores["reward"] == 0.0 and scores["correctness"] == 0.0
+
+
+def test_legacy_scores_and_documents_are_computed_off_the_loop_thread(
+    row: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fathom_rlm.adapters import legacy
+
+    threads: dict[str, set[int]] = {"score": set(), "document": set()}
+    real_score, real_load = legacy.score, scoring.load_document
+
+    def spy_score(*args: Any) -> Any:
+        threads["score"].add(threading.get_ident())
+        return real_score(*args)
+
+    def spy_load(*args: Any) -> Any:
+        threads["document"].add(threading.get_ident())
+        return real_load(*args)
+
+    monkeypatch.setattr(legacy, "score", spy_score)
+    monkeypatch.setattr(scoring, "load_document", spy_load)
+    loop_threads: set[int] = set()
+
+    original = asyncio.run
+
+    def run(coro: Any) -> Any:
+        async def main() -> Any:
+            loop_threads.add(threading.get_ident())
+            return await coro
+
+        return original(main())
+
+    monkeypatch.setattr(asyncio, "run", run)
+    with policy_server_in_thread() as url:
+        state, scores = legacy_rollout(url, row)
+    assert scores["correctness"] == 1.0 and state.get("error") is None
+    assert threads["score"] and threads["document"]
+    assert not (threads["score"] | threads["document"]) & loop_threads
+
+
+def test_concurrent_requests_for_one_document_generate_it_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+    real = scoring.load_document
+
+    def counting(row: dict[str, Any]) -> str:
+        calls.append(threading.get_ident())
+        return real(row)
+
+    monkeypatch.setattr(scoring, "load_document", counting)
+    row = {"seed": 987_654, "doc_tokens": 16_100}  # a document no other test caches
+
+    async def many() -> list[str]:
+        return list(await asyncio.gather(*(scoring.document_text(row) for _ in range(8))))
+
+    texts = asyncio.run(many())
+    assert len(calls) == 1 and calls[0] != threading.get_ident()
+    assert len(set(texts)) == 1 and len(texts[0]) > 60_000
+
+
+def test_v1_task_scores_off_the_loop_thread(
+    row: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fathom_rlm.adapters import v1
+    from fathom_rlm.agent import RolloutRecord
+
+    seen: set[int] = set()
+    real = v1.score
+
+    def spy(*args: Any) -> Any:
+        seen.add(threading.get_ident())
+        return real(*args)
+
+    monkeypatch.setattr(v1, "score", spy)
+    arguments = FathomArguments(doc_tokens=DOC_TOKENS).as_dict()
+    data = v1.FathomData(prompt=row["question"], row=row, arguments=arguments)
+    task = v1.FathomTask(data, v1.FathomTasksetConfig().task)
+    trace = type("Trace", (), {})()
+    trace.state = v1.FathomState(record=RolloutRecord(ended_by="time_budget"))
+    trace.stop_condition = None
+
+    async def both() -> tuple[float, dict[str, float]]:
+        return await task.reward(trace), await task.fathom_signals(trace)
+
+    reward, signals = asyncio.run(both())
+    assert reward == 0.0 and signals["correctness"] == 0.0
+    assert seen and threading.get_ident() not in seen
