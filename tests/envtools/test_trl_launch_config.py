@@ -84,6 +84,8 @@ def test_advantage_maps_to_trls_aggregation() -> None:
         ("env.reward_keys", ["length_reward", "length_reward"], "repeats"),
         ("env.reward_weights", [1.0], "1 entries but reward_keys has 2"),
         ("env.reward_weights", [1.0, "high"], "finite numbers"),
+        ("env.reward_weights", [1.0, -0.5], r"negative for \['length_reward'\]"),
+        ("env.reward_weights", [0, 0.0], "all 0"),
         ("advantage", "gdpo-lite", "`advantage` must be one of"),
         ("advantage", None, "`advantage` must be one of"),
         ("model", "", "`model`"),
@@ -127,4 +129,7 @@ def test_the_command_line_reports_errors_and_exits_2(
     assert main([str(broken), "--check"]) == 2
     assert str(broken) in capsys.readouterr().err
     assert main([str(EXAMPLES[0]), "--check"]) == 0
-    assert ": ok (" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert ": ok (" in out
+    # Without TRL (this venv) the [trainer] names are not checked, and the line says so.
+    assert "[trainer] names not checked: TRL is not installed" in out
