@@ -114,6 +114,23 @@ def test_fathom_needs_its_sub_call_endpoint() -> None:
         parse_config(raw)
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [({"split": "tarin"}, "split must be one of"), ({"doc_tokens": -5}, "doc_tokens must be >=")],
+)
+def test_fathom_arguments_are_checked_without_building_documents(
+    args: dict[str, Any], message: str
+) -> None:
+    env = {"sub_base_url": "http://127.0.0.1:1/v1", "sub_model": "m", **args}
+    raw = {
+        "model": "m",
+        "advantage": "grpo",
+        "env": {"id": "fathom-rlm", "reward_keys": ["reward"], "args": env},
+    }
+    with pytest.raises(ConfigError, match=message):
+        parse_config(raw)
+
+
 def test_the_command_line_reports_errors_and_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
