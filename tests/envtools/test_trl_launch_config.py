@@ -7,6 +7,7 @@ runs in the TRL venv (tests/integration/test_trl_launch.py).
 from __future__ import annotations
 
 import copy
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,17 @@ def test_the_examples_cover_both_environments_and_both_advantages() -> None:
             assert len(config.reward_weights) == len(config.reward_keys)
         seen.add((config.env_id, config.advantage))
     assert seen == {(e, a) for e in ("gsm8k-multireward", "fathom-rlm") for a in ("gdpo", "grpo")}
+
+
+def test_fathom_examples_train_the_prime_rl_model_with_it_answering_sub_calls() -> None:
+    """Both trainers train the same instruct model on fathom-rlm (no thinking block per root
+    turn), and its base model answers the sub-calls under TRL."""
+    prime_rl = ROOT / "orchestrator_configs" / "prime-rl" / "fathom-rlm-grpo.toml"
+    model = tomllib.loads(prime_rl.read_text(encoding="utf-8"))["model"]["name"]
+    fathom = [load_config(p) for p in EXAMPLES if p.stem.startswith("fathom-rlm")]
+    assert len(fathom) == 2
+    for config in fathom:
+        assert config.model == model == config.env_args["sub_model"]
 
 
 def test_advantage_maps_to_trls_aggregation() -> None:
