@@ -8,7 +8,11 @@ Each task runs once through the real agent loop (`fathom_rlm.agent.run_rollout`:
 the environment's reward (`fathom_rlm.rewards.score_rollout`). A rollout whose reward is at least
 `--min-reward` yields one conversation for its root and one for every sub-call (a sub-call is its
 own conversation: its system prompt, its question and slice, its turns), so a model learns both
-roles. Rollouts below the threshold, or that fail, are counted and left out.
+roles. Rollouts below the threshold, or that fail, are counted and left out, and so are rollouts
+with an ungrounded conversation: one whose closing answer names something (a name, a quote) that
+appears in none of the messages that model was shown. The scripted reader answers from the world
+state once it has read the evidence, so it may give a full name where its slice only says
+"Mistress Hotou"; training on that would teach a model to invent what it cannot see.
 
 Two row formats, both one JSON object per line with `messages` (OpenAI chat messages, assistant
 turns carrying `tool_calls`, tool turns carrying `tool_call_id` and `name`) and `tools` (the tool
@@ -30,6 +34,7 @@ import argparse
 import asyncio
 import copy
 import json
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,11 +43,12 @@ from typing import Any, Literal
 
 from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutCaps, ToolSchema, run_rollout
 from fathom_rlm.agent.turns import normalize_assistant
-from fathom_rlm.documents import build_split, get_document
+from fathom_rlm.documents import build_split, get_document, normalize_answer
 from fathom_rlm.rewards import REWARD_NAME, RewardConfig, score_rollout
 
 from envtools.evaluate import registered_tasks
 from envtools.policies.base import Policy
+from envtools.policies.fathom import parse_sub_answer
 from envtools.policies.registry import get_policy
 
 Format = Literal["prime-rl", "trl"]
@@ -114,6 +120,37 @@ class ExportedRollout:
     @property
     def reward(self) -> float:
         return float(self.scores[REWARD_NAME]) if self.scores else 0.0
+
+    @property
+    def ungrounded(self) -> list[str]:
+        """Claims of its conversations' closing answers that nothing shown to them supports."""
+        return [claim for c in self.conversations for claim in ungrounded_claims(c)]
+
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def ungrounded_claims(conversation: Conversation) -> list[str]:
+    """The names and quotes in a conversation's closing answer that appear in none of the user
+    and tool messages it was shown (normalised as the reward matches answers). Counts are
+    computed, not read, so a bare number is never a claim; neither is `not found`."""
+    closing = conversation.messages[-1].get("content") or ""
+    tagged = _ANSWER_TAG.search(closing)
+    answer = parse_sub_answer(tagged.group(1) if tagged else closing)
+    claims = [c for c in (answer.final, answer.next_name, *answer.quotes) if c]
+    shown = " ".join(
+        str(m.get("content") or "") for m in conversation.messages if m.get("role") in SHOWN
+    )
+    visible = f" {normalize_answer(shown)} "
+    return [
+        claim
+        for claim in claims
+        if not re.fullmatch(r"\s*\d+\s*", claim) and f" {normalize_answer(claim)} " not in visible
+    ]
+
+
+SHOWN = ("user", "tool")
+"""The messages whose text a model was shown (the system prompt holds no document text)."""
 
 
 def policy_chat(policy: Policy) -> ChatFn:
@@ -231,11 +268,12 @@ def select_rows(
     fmt: Format,
     roles: Sequence[str] = ("root", "sub"),
 ) -> list[dict[str, Any]]:
-    """The rows of every rollout that scored at least `min_reward`, root first, in task order."""
+    """The rows of every grounded rollout that scored at least `min_reward`, root first, in task
+    order."""
     return [
         to_row(conversation, rollout, task, fmt)
         for task, rollout in enumerate(rollouts)
-        if rollout.scores is not None and rollout.reward >= min_reward
+        if rollout.scores is not None and rollout.reward >= min_reward and not rollout.ungrounded
         for conversation in rollout.conversations
         if conversation.role in roles
     ]
@@ -272,10 +310,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for row in selected:
             handle.write(json.dumps(row) + "\n")
     failed = [r for r in rollouts if r.error is not None]
-    kept = sum(r.scores is not None and r.reward >= args.min_reward for r in rollouts)
+    above = [r for r in rollouts if r.scores is not None and r.reward >= args.min_reward]
+    ungrounded = [r for r in above if r.ungrounded]
     print(
-        f"{len(rollouts)} rollouts: {kept} kept (reward >= {args.min_reward}), "
-        f"{len(rollouts) - kept - len(failed)} below, {len(failed)} failed; "
+        f"{len(rollouts)} rollouts: {len(above) - len(ungrounded)} kept "
+        f"(reward >= {args.min_reward}), {len(rollouts) - len(above) - len(failed)} below, "
+        f"{len(ungrounded)} ungrounded, {len(failed)} failed; "
         f"{len(selected)} conversations written to {args.out}"
     )
     for rollout in failed:

@@ -191,6 +191,16 @@ def _reward_weights(value: Any, keys: Sequence[str]) -> tuple[float, ...] | None
             f"[env] reward_weights has {len(value)} entries but reward_keys has {len(keys)} "
             f"({list(keys)}); give one weight per key"
         )
+    # Every reward of these environments is "higher is better": a negative weight trains the
+    # policy against it, and all-zero weights leave every advantage 0 (no learning signal).
+    negative = [key for key, w in zip(keys, value, strict=True) if w < 0]
+    if negative:
+        raise ConfigError(
+            f"[env] reward_weights are negative for {negative}; every reward here is higher-is-"
+            "better, so a negative weight trains against it (use 0 to log a reward unweighted)"
+        )
+    if not any(value):
+        raise ConfigError("[env] reward_weights are all 0: no reward would reach the advantages")
     return tuple(float(w) for w in value)
 
 
@@ -286,10 +296,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(options.config)
         if options.check:
-            _check_trainer_fields(config)
+            checked = _check_trainer_fields(config, options.config)
             print(
                 f"{options.config}: ok ({config.env_id}, advantage={config.advantage} -> "
                 f"{config.multi_objective_aggregation}, rewards {list(config.reward_keys)})"
+                + ("" if checked else "; [trainer] names not checked: TRL is not installed here")
             )
             return 0
         train(config)
@@ -299,17 +310,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _check_trainer_fields(config: LaunchConfig) -> None:
-    """Every [trainer] key must be a `GRPOConfig` field. Building the GRPOConfig itself would
-    also check values against this machine (bf16 without a GPU fails), so `--check` does not."""
+def _check_trainer_fields(config: LaunchConfig, path: Path) -> bool:
+    """Every [trainer] key must be a `GRPOConfig` field; False when TRL is not installed (nothing
+    checked). Building the GRPOConfig itself would also check values against this machine (bf16
+    without a GPU fails), so `--check` does not."""
     try:
         from trl import GRPOConfig
     except ImportError:
-        return  # the [trainer] fields are checked where TRL is installed
+        return False  # the [trainer] fields are checked where TRL is installed
     known = {f.name for f in dataclasses.fields(GRPOConfig)}
     unknown = sorted(set(config.trainer) - known)
     if unknown:
-        raise ConfigError(f"[trainer] has fields GRPOConfig does not know: {unknown}")
+        raise ConfigError(f"{path}: [trainer] has fields GRPOConfig does not know: {unknown}")
+    return True
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ Checked: every rollout's root and each of its sub-calls become one conversation;
 conversation is well formed (every tool call answered, in order, by a tool message naming it; it
 ends with an assistant reply without tool calls); the two formats differ only where they should
 (tool-call arguments as a JSON string for prime-rl, as an object for TRL); the reward threshold
-keeps the honest policy's rollouts and drops a closed-book policy's.
+keeps the honest policy's rollouts and drops a closed-book policy's; a rollout whose answer names
+something its conversation was never shown is left out.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def test_rows_are_well_formed_chats_with_tools(
     reference: list[sft_export.ExportedRollout], fmt: str, arguments_type: type
 ) -> None:
     rows = sft_export.select_rows(reference, 0.5, fmt)  # type: ignore[arg-type]
-    assert len(rows) == sum(len(r.conversations) for r in reference if r.reward >= 0.5)
+    kept = [r for r in reference if r.reward >= 0.5 and not r.ungrounded]
+    assert len(rows) == sum(len(r.conversations) for r in kept) > 0
     for row in rows:
         assert set(row) == {"messages", "tools", "metadata"}
         check_conversation(row["messages"], arguments_type)
@@ -114,6 +116,59 @@ def test_threshold_keeps_honest_rollouts_and_drops_closed_book(
     assert [json.loads(r["metadata"])["role"] for r in roots] == ["root"] * N_TASKS
 
 
+def _conversation(shown: str, answer: str) -> sft_export.Conversation:
+    return sft_export.Conversation(
+        "sub",
+        [
+            {"role": "system", "content": "You answer a sub-question. Reisa Hotou."},
+            {"role": "user", "content": "Question: Who founded the Mipar Syndicate?"},
+            {"role": "assistant", "content": "", "tool_calls": []},
+            {"role": "tool", "content": shown},
+            {"role": "assistant", "content": f"<answer>{answer}</answer>"},
+        ],
+        [],
+    )
+
+
+def test_an_answer_names_only_what_its_conversation_was_shown() -> None:
+    shown = "The Mipar Syndicate owed its existence to Mistress Hotou, who set it up in 1792."
+    ungrounded = sft_export.ungrounded_claims
+    assert ungrounded(_conversation(shown, "Mistress Hotou")) == []
+    assert ungrounded(_conversation(shown, "mistress hotou.")) == []  # the reward's normalising
+    # The first name is in no user or tool message (the system prompt is not evidence).
+    assert ungrounded(_conversation(shown, "Reisa Hotou")) == ["Reisa Hotou"]
+    assert ungrounded(_conversation(shown, "7")) == []  # a count is computed, not read
+    assert ungrounded(_conversation(shown, "not found")) == []
+    quote = "who set it up in 1792"
+    assert ungrounded(_conversation(shown, f"partial | evidence: {quote}")) == []
+    partial = f"partial | next: Reisa Hotou | evidence: {quote} || Hotou retired in 1801"
+    assert ungrounded(_conversation(shown, partial)) == ["Reisa Hotou", "Hotou retired in 1801"]
+
+
+def test_rollouts_that_answer_what_they_never_saw_are_left_out() -> None:
+    """The scripted reader answers from the world state once it has read the evidence, so now and
+    then it names a full name where its text only says "Mistress X": not training data."""
+    rows = build_split("train", 8, doc_tokens=DOC_TOKENS)
+    chat = sft_export.policy_chat(get_policy("fathom-reference"))
+    rollouts = asyncio.run(sft_export.export_rollouts(rows, chat))
+    ungrounded = [r for r in rollouts if r.ungrounded]
+    assert ungrounded, "these eight tasks include one the reader answers beyond its text"
+    for rollout in ungrounded:
+        assert rollout.reward >= 0.5  # the reward threshold alone would have kept it
+        for claim in rollout.ungrounded:
+            first_name = claim.split()[0]
+            assert not any(
+                first_name in (m.get("content") or "")
+                for c in rollout.conversations
+                if claim in sft_export.ungrounded_claims(c)
+                for m in c.messages
+                if m["role"] in ("user", "tool")
+            )
+    kept = sft_export.select_rows(rollouts, 0.5, "trl", roles=("root",))
+    kept_tasks = [json.loads(r["metadata"])["task"] for r in kept]
+    assert kept_tasks == [i for i, r in enumerate(rollouts) if r.reward >= 0.5 and not r.ungrounded]
+
+
 def test_command_writes_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "sft.jsonl"
     argv = ["--n", "2", "--doc-tokens", str(DOC_TOKENS), "--format", "prime-rl", "--out", str(out)]
@@ -137,7 +192,8 @@ def _without_nulls(value: Any) -> Any:
 def test_rows_load_with_datasets_as_each_trainer_reads_them(
     reference: list[sft_export.ExportedRollout], tmp_path: Path
 ) -> None:
-    datasets = pytest.importorskip("datasets")
+    import datasets  # a dev dependency (the [verifiers] extras): missing is a failure, not a skip
+
     # TRL: the documented `from_list(..., on_mixed_types="use_json")` keeps every row exactly.
     trl_rows = sft_export.select_rows(reference, 0.5, "trl")
     loaded = datasets.Dataset.from_list(trl_rows, on_mixed_types="use_json")

@@ -7,6 +7,7 @@ runs in the TRL venv (tests/integration/test_trl_launch.py).
 from __future__ import annotations
 
 import copy
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,17 @@ def test_the_examples_cover_both_environments_and_both_advantages() -> None:
     assert seen == {(e, a) for e in ("gsm8k-multireward", "fathom-rlm") for a in ("gdpo", "grpo")}
 
 
+def test_fathom_examples_train_the_prime_rl_model_with_it_answering_sub_calls() -> None:
+    """Both trainers train the same instruct model on fathom-rlm (no thinking block per root
+    turn), and its base model answers the sub-calls under TRL."""
+    prime_rl = ROOT / "orchestrator_configs" / "prime-rl" / "fathom-rlm-grpo.toml"
+    model = tomllib.loads(prime_rl.read_text(encoding="utf-8"))["model"]["name"]
+    fathom = [load_config(p) for p in EXAMPLES if p.stem.startswith("fathom-rlm")]
+    assert len(fathom) == 2
+    for config in fathom:
+        assert config.model == model == config.env_args["sub_model"]
+
+
 def test_advantage_maps_to_trls_aggregation() -> None:
     assert ADVANTAGE_AGGREGATION == {
         "gdpo": "normalize_then_sum",
@@ -84,6 +96,8 @@ def test_advantage_maps_to_trls_aggregation() -> None:
         ("env.reward_keys", ["length_reward", "length_reward"], "repeats"),
         ("env.reward_weights", [1.0], "1 entries but reward_keys has 2"),
         ("env.reward_weights", [1.0, "high"], "finite numbers"),
+        ("env.reward_weights", [1.0, -0.5], r"negative for \['length_reward'\]"),
+        ("env.reward_weights", [0, 0.0], "all 0"),
         ("advantage", "gdpo-lite", "`advantage` must be one of"),
         ("advantage", None, "`advantage` must be one of"),
         ("model", "", "`model`"),
@@ -112,6 +126,23 @@ def test_fathom_needs_its_sub_call_endpoint() -> None:
         parse_config(raw)
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [({"split": "tarin"}, "split must be one of"), ({"doc_tokens": -5}, "doc_tokens must be >=")],
+)
+def test_fathom_arguments_are_checked_without_building_documents(
+    args: dict[str, Any], message: str
+) -> None:
+    env = {"sub_base_url": "http://127.0.0.1:1/v1", "sub_model": "m", **args}
+    raw = {
+        "model": "m",
+        "advantage": "grpo",
+        "env": {"id": "fathom-rlm", "reward_keys": ["reward"], "args": env},
+    }
+    with pytest.raises(ConfigError, match=message):
+        parse_config(raw)
+
+
 def test_the_command_line_reports_errors_and_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -127,4 +158,7 @@ def test_the_command_line_reports_errors_and_exits_2(
     assert main([str(broken), "--check"]) == 2
     assert str(broken) in capsys.readouterr().err
     assert main([str(EXAMPLES[0]), "--check"]) == 0
-    assert ": ok (" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert ": ok (" in out
+    # Without TRL (this venv) the [trainer] names are not checked, and the line says so.
+    assert "[trainer] names not checked: TRL is not installed" in out

@@ -202,6 +202,7 @@ def test_two_training_steps_through_the_launcher(
     assert (out / "model.safetensors").is_file()
 
     seen_correct = seen_length = 0.0
+    other_gap = 0.0  # how far TRL's advantages are from the *other* aggregation's reference
     for step in (1, 2):
         table = pq.read_table(out / "completions" / f"completions_{step:05d}.parquet").to_pydict()
         prompts = [json.dumps(p, sort_keys=True) for p in table["prompt"]]
@@ -212,22 +213,44 @@ def test_two_training_steps_through_the_launcher(
         rewards = rewards.reshape(2, 4, 2)
         logged_mean = next(e for e in steps if e["step"] == step)["rewards/correct_answer/mean"]
         assert rewards[..., 0].mean() == pytest.approx(logged_mean)
-        if advantage == "gdpo":
-            expected = gdpo_advantages(rewards, [1.0, 0.5])
-        else:
-            expected = grpo_advantages(rewards, [1.0, 0.5])
+        reference = {"gdpo": gdpo_advantages, "grpo": grpo_advantages}
+        expected = reference[advantage](rewards, [1.0, 0.5])
+        other = reference["grpo" if advantage == "gdpo" else "gdpo"](rewards, [1.0, 0.5])
         np.testing.assert_allclose(table["advantage"], expected.ravel(), rtol=1e-4, atol=1e-4)
+        other_gap = max(
+            other_gap, float(np.abs(np.array(table["advantage"]) - other.ravel()).max())
+        )
         seen_correct += rewards[..., 0].sum()
         seen_length += rewards[..., 1].sum()
     # The fixed seed gives both rewards some successes: the comparison above is not all zeros.
     assert seen_correct > 0 and seen_length > 0
+    # ...and the logged rewards tell the two aggregations apart, so a launcher that sent the
+    # wrong `multi_objective_aggregation` to TRL would fail the comparison above.
+    assert other_gap > 1e-2
 
 
 def test_example_configs_pass_check_with_trl(trl_python: Path, tmp_path: Path) -> None:
     assert TRL_CONFIGS, "orchestrator_configs/trl has no example files"
     for config in TRL_CONFIGS:
         stdout = _run([trl_python, "-m", "envtools.trl_launch", config, "--check"], cwd=ROOT)
-        assert f"{config}: ok" in stdout
+        assert f"{config}: ok" in stdout and "not checked" not in stdout
+    # With TRL installed, a misspelt GRPOConfig field fails the check (exit 2), named.
+    typo = tmp_path / "typo.toml"
+    text = TRL_CONFIGS[0].read_text(encoding="utf-8")
+    assert "\nlearning_rate =" in text
+    typo.write_text(text.replace("\nlearning_rate =", "\nlearnig_rate =", 1))
+    result = subprocess.run(
+        [str(trl_python), "-m", "envtools.trl_launch", str(typo), "--check"],
+        cwd=ROOT,
+        env=_offline_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"{typo}: [trainer] has fields GRPOConfig does not know: ['learnig_rate']" in (
+        result.stderr
+    )
 
 
 # ------------------------------------------------------------------ fathom-rlm through TRL's tools

@@ -24,6 +24,23 @@ def test_counts_may_be_none_or_positive(name: str) -> None:
     assert getattr(FathomArguments(**{name: 1}), name) == 1
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("split", "tarin", r"split must be one of \['eval', 'heldout', 'train'\], got 'tarin'"),
+        ("doc_tokens", -5, "doc_tokens must be >= 3000, got -5"),
+        ("doc_tokens", 2_999, "doc_tokens must be >= 3000"),
+        ("doc_tokens", "16000", "doc_tokens must be an int"),
+    ],
+)
+def test_a_bad_split_or_document_length_fails_before_any_document_is_built(
+    name: str, value: Any, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        FathomArguments(**{name: value})
+    assert FathomArguments(split="heldout", doc_tokens=3_000).doc_tokens == 3_000
+
+
 def test_reward_config_follows_the_caps() -> None:
     args = FathomArguments(max_answer_chars=5, max_slice_chars=6_000)
     cfg = reward_config(args)

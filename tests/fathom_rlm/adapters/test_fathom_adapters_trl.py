@@ -133,3 +133,22 @@ def test_missing_sub_call_endpoint_is_a_clear_error() -> None:
         load_trl_environment(split="eval", num_examples=1, doc_tokens=4_000)
     with pytest.raises(TypeError, match="unknown arguments"):
         load_trl_environment(no_such=1, sub_base_url="http://127.0.0.1:9", sub_model="m")
+
+
+def test_the_trl_extra_requires_a_release_with_environment_factory() -> None:
+    """`environment_factory` (TRL running `repl`/`llm` as tools, `environments=` passed to the
+    reward functions) first shipped in trl 0.29; an older TRL would accept the trainer arguments
+    of the launcher but not this adapter."""
+    import tomllib
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    pyproject = Path(__file__).parents[3] / "environments" / "fathom_rlm" / "pyproject.toml"
+    extra = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]["trl"]
+    [trl] = [Requirement(r) for r in extra if Requirement(r).name == "trl"]
+    assert not trl.specifier.contains(Version("0.28.99")), trl
+    assert trl.specifier.contains(Version("0.29.0")), trl

@@ -10,6 +10,11 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from fathom_rlm.agent import RolloutCaps
+from fathom_rlm.documents import SPLIT_SIZES
+from fathom_rlm.documents.world import CHAPTER_TOKENS
+
+MIN_DOC_TOKENS = 2 * CHAPTER_TOKENS
+"""The shortest document the generator builds (two chapters)."""
 
 _CAPS = RolloutCaps()
 
@@ -45,6 +50,21 @@ class FathomArguments:
     """Wall-clock seconds for a whole rollout (root and sub-calls); None: no budget."""
 
     def __post_init__(self) -> None:
+        # Checked here, not when the split is built: a launcher's config check and prime-rl's
+        # config parse build no documents, and a typo should fail there, before any GPU work.
+        if self.split not in SPLIT_SIZES:
+            raise ValueError(
+                f"fathom-rlm argument split must be one of {sorted(SPLIT_SIZES)}, "
+                f"got {self.split!r}"
+            )
+        if isinstance(self.doc_tokens, bool) or not isinstance(self.doc_tokens, int):
+            raise ValueError(
+                f"fathom-rlm argument doc_tokens must be an int, got {self.doc_tokens!r}"
+            )
+        if self.doc_tokens < MIN_DOC_TOKENS:
+            raise ValueError(
+                f"fathom-rlm argument doc_tokens must be >= {MIN_DOC_TOKENS}, got {self.doc_tokens}"
+            )
         for name in ("num_examples", "sub_max_completion_tokens"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
