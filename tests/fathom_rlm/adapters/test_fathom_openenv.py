@@ -1,0 +1,295 @@
+"""fathom-rlm over OpenEnv: the server command on 127.0.0.1, driven by openenv-core's own client.
+
+* A scripted episode (the reference policy called in the test, its tool calls sent as actions,
+  its `llm` sub-calls made by the server to the scripted policy server) gets the reward and every
+  component and metric that the in-process loop computes for the same rollout.
+* Bad actions get clear errors: mistakes of the model come back as "Error: ..." observations and
+  the episode goes on; protocol misuse (step before reset, after the end, wrong types) is
+  refused by the server with a message naming the problem.
+* 32 concurrent sessions, some disconnecting mid-episode, leave no sandbox process or directory
+  behind; stopping the server leaves nothing at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fathom_rlm.agent.chat import chars_to_tokens, message_chars, schema_chars
+from fathom_rlm.agent.turns import normalize_assistant
+from fathom_rlm.rewards import COMPONENT_NAMES, METRIC_NAMES, REWARD_NAME
+from openenv.core.generic_client import GenericEnvClient
+
+from envtools.policies.registry import get_policy
+
+POLICY = "fathom-reference"
+NUM_EXAMPLES = 3
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def descendants(root: int) -> dict[int, str]:
+    """Live processes below `root` (not `root` itself): pid -> command line."""
+    parents: dict[int, tuple[int, str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z":
+            parents[int(entry)] = (int(fields[1]), cmd)
+    found: dict[int, str] = {}
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, (ppid, _) in parents.items() if ppid in frontier}
+        found.update({pid: parents[pid][1] for pid in frontier})
+    return found
+
+
+class Server:
+    def __init__(self, proc: subprocess.Popen[str], url: str, tmp: Path) -> None:
+        self.proc, self.url, self.tmp = proc, url, tmp
+
+    def sandboxes(self) -> list[str]:
+        """Sandbox workers alive under the server (children of its fork server)."""
+        kids = descendants(self.proc.pid)
+        direct = {pid for pid in kids if _ppid(pid) == self.proc.pid}
+        return [cmd for pid, cmd in kids.items() if pid not in direct]
+
+    def sandbox_dirs(self) -> list[str]:
+        return sorted(str(p.relative_to(self.tmp)) for p in self.tmp.rglob("fathom-sandbox-*"))
+
+
+def _ppid(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return -1
+
+
+@pytest.fixture
+def server(kit: Any, policy_url: str, tmp_path: Path) -> Iterator[Server]:
+    """`python -m fathom_rlm.adapters.openenv` on a free loopback port, temp files in tmp_path."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if "API_KEY" not in k}
+    env.update(TMPDIR=str(tmp), HF_HUB_OFFLINE="1", FATHOM_TEST_KEY="scripted")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fathom_rlm.adapters.openenv",
+            "--port",
+            str(port),
+            "--llm-base-url",
+            policy_url,
+            "--llm-model",
+            POLICY,
+            "--llm-api-key-var",
+            "FATHOM_TEST_KEY",
+            "--doc-tokens",
+            str(kit.doc_tokens),
+            "--num-examples",
+            str(NUM_EXAMPLES),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        assert proc.poll() is None, proc.communicate()[0]
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).json() == {"status": "healthy"}:
+                break
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "the OpenEnv server did not come up"
+        time.sleep(0.2)
+    served = Server(proc, url, tmp)
+    try:
+        yield served
+    finally:
+        left = descendants(proc.pid)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for pid in left:  # nothing should remain; never leave a test's process behind anyway
+            if Path(f"/proc/{pid}").exists() and _ppid(pid) in (1, *left):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _reported_usage(request: list[dict], tools: list[dict], message: dict) -> dict[str, int]:
+    """What a real endpoint reports as usage; the scripted policy reports none, so this is the
+    in-process loop's own estimate of the same call (characters / 4), sent with the action."""
+    prompt = schema_chars(tools) + sum(message_chars(m) for m in request)
+    return {
+        "prompt_tokens": chars_to_tokens(prompt),
+        "completion_tokens": chars_to_tokens(message_chars(message)),
+    }
+
+
+async def play(url: str, task_index: int, *, stop_after: int | None = None) -> Any:
+    """One episode of the reference policy through GenericEnvClient; returns the last result.
+    `stop_after` disconnects after that many actions, mid-episode."""
+    policy = get_policy(POLICY)
+    async with GenericEnvClient(base_url=url, message_timeout_s=300) as env:
+        result = await env.reset(task_index=task_index)
+        messages = list(result.observation["messages"])
+        tools = result.observation["tools"]
+        actions = 0
+        for turn in range(100):
+            request = list(messages)
+            reply = await policy.respond(request, tools)
+            usage = _reported_usage(request, tools, reply.message)
+            assistant, calls = normalize_assistant(reply.message, turn)
+            messages.append(assistant)
+            if not calls:
+                action = {"tool": "answer", "message": assistant["content"], "usage": usage}
+                return await env.step(action)
+            for index, call in enumerate(calls):
+                raw = call.arguments
+                arguments = json.loads(raw) if isinstance(raw, str) else dict(raw or {})
+                action = {"tool": call.name, **arguments, "call_index": index}
+                if index == 0:
+                    action["usage"] = usage
+                result = await env.step(action)
+                actions += 1
+                if stop_after is not None and actions >= stop_after:
+                    return result
+                if result.done:
+                    return result
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.id,
+                        "content": result.observation["output"],
+                    }
+                )
+    raise AssertionError("the episode did not end")
+
+
+def test_scripted_episode_matches_in_process_loop(
+    server: Server, kit: Any, eval_rows: list[dict]
+) -> None:
+    for index, row in enumerate(eval_rows):
+        result = asyncio.run(play(server.url, index))
+        assert result.done
+        want = kit.replay_scores(row, POLICY)
+        obs = result.observation
+        assert result.reward == pytest.approx(want[REWARD_NAME]), row["question"]
+        assert obs["rewards"] == pytest.approx({k: want[k] for k in COMPONENT_NAMES})
+        assert obs["metrics"] == pytest.approx({k: want[k] for k in METRIC_NAMES})
+        assert obs["ended_by"] == "answer"
+    assert any(kit.replay_scores(row, POLICY)[REWARD_NAME] > 0.5 for row in eval_rows), (
+        "the reference policy must be rewarded, or the comparison proves little"
+    )
+
+
+async def _bad_actions(url: str) -> list[Any]:
+    seen: list[Any] = []
+    async with GenericEnvClient(base_url=url) as env:
+        with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+            await env.step({"tool": "repl", "code": "print(1)"})
+        await env.reset(task_index=0)
+        for action in (
+            {"tool": "shell", "code": "ls"},
+            {"tool": "repl"},
+            {"tool": "repl", "code": "print(doc[:5])", "prompt": "x"},
+            {"tool": "llm", "prompt": "who?", "slice": "10:5"},
+            {"tool": "llm", "prompt": "who?", "slice": "no_such_variable"},
+            {"tool": "repl", "code": "x = (" * 3},
+            {"tool": "repl", "code": "import os"},
+            {"tool": "repl", "code": "print(len(doc))"},
+        ):
+            result = await env.step(action)
+            assert not result.done
+            seen.append(result.observation)
+        with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
+            await env.step({"tool": "repl", "code": 123})
+        result = await env.step({"tool": "answer"})
+        assert not result.done
+        seen.append(result.observation)
+        final = await env.step({"tool": "answer", "message": "<answer>nobody</answer>"})
+        assert final.done and final.reward == 0.0
+        with pytest.raises(RuntimeError, match="the episode is over"):
+            await env.step({"tool": "repl", "code": "print(1)"})
+    return seen
+
+
+def test_bad_actions_get_clear_errors(server: Server) -> None:
+    observations = asyncio.run(_bad_actions(server.url))
+    errors = [obs["error"] for obs in observations]
+    assert "unknown tool 'shell'" in errors[0]
+    assert "repl is missing code" in errors[1]
+    assert "unexpected arguments prompt" in errors[2]
+    assert "is empty" in errors[3]
+    assert errors[4] is not None and "no_such_variable" in errors[4]
+    assert errors[5] is not None and errors[6] is not None
+    # After every mistake the session still works: the REPL runs the next cell.
+    assert errors[7] is None and observations[7]["output"].strip().isdigit()
+    assert "answer needs `message`" in errors[8]
+
+
+async def _many_sessions(url: str, sessions: int) -> list[Any]:
+    runs = [
+        play(url, i % NUM_EXAMPLES, stop_after=2 if i % 4 == 3 else None) for i in range(sessions)
+    ]
+    return await asyncio.gather(*runs)
+
+
+def test_32_concurrent_sessions_leave_nothing(server: Server, kit: Any, eval_rows: list) -> None:
+    results = asyncio.run(_many_sessions(server.url, 32))
+    finished = [r for i, r in enumerate(results) if i % 4 != 3]
+    want = {i: kit.replay_scores(row, POLICY)[REWARD_NAME] for i, row in enumerate(eval_rows)}
+    for i, result in enumerate(results):
+        if i % 4 != 3:
+            assert result.done and result.reward == pytest.approx(want[i % NUM_EXAMPLES])
+    assert len(finished) == 24
+    # Every session is closed (the disconnected ones by openenv-core): no sandbox worker and no
+    # sandbox directory is left while the server keeps running.
+    deadline = time.monotonic() + 60
+    while (server.sandboxes() or server.sandbox_dirs()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert server.sandboxes() == [], server.sandboxes()
+    assert server.sandbox_dirs() == []
+    # Stopping the server takes its fork server, janitor and scratch root with it.
+    owned = descendants(server.proc.pid)
+    assert owned, "the server should hold its fork server and janitor while it runs"
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(timeout=60) == 0
+    deadline = time.monotonic() + 30
+    alive = list(owned)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [pid for pid in owned if Path(f"/proc/{pid}").exists()]
+    assert alive == [], {pid: owned[pid] for pid in alive}
+    assert list(server.tmp.iterdir()) == []
