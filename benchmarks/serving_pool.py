@@ -111,8 +111,14 @@ def _scores(episode: Any) -> dict[str, Any]:
     (trace,) = episode.traces
     scores = {name: reward.score for name, reward in trace.rewards.items()}
     scores.update(trace.metrics)
-    data = trace.task.data
-    return {"data": data.model_dump(mode="json"), "scores": scores, "reward": trace.reward}
+    usage = trace.usage
+    return {
+        "data": trace.task.data.model_dump(mode="json"),
+        "scores": scores,
+        "reward": trace.reward,
+        "last_reply": trace.last_reply,
+        "completion_tokens": usage.completion_tokens if usage is not None else None,
+    }
 
 
 async def _kill_sandbox_worker(server_pid: int) -> dict[str, Any]:

@@ -14,17 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from fathom_rlm.agent.chat import chars_to_tokens, message_chars, schema_chars
 from fathom_rlm.agent.turns import normalize_assistant
@@ -36,115 +28,30 @@ from envtools.policies.registry import get_policy
 POLICY = "fathom-reference"
 NUM_EXAMPLES = 3
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def descendants(root: int) -> dict[int, str]:
-    """Live processes below `root` (not `root` itself): pid -> command line."""
-    parents: dict[int, tuple[int, str]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if fields[0] != "Z":
-            parents[int(entry)] = (int(fields[1]), cmd)
-    found: dict[int, str] = {}
-    frontier = {root}
-    while frontier:
-        frontier = {pid for pid, (ppid, _) in parents.items() if ppid in frontier}
-        found.update({pid: parents[pid][1] for pid in frontier})
-    return found
-
-
-class Server:
-    def __init__(self, proc: subprocess.Popen[str], url: str, tmp: Path) -> None:
-        self.proc, self.url, self.tmp = proc, url, tmp
-
-    def sandboxes(self) -> list[str]:
-        """Sandbox workers alive under the server (children of its fork server)."""
-        kids = descendants(self.proc.pid)
-        direct = {pid for pid in kids if _ppid(pid) == self.proc.pid}
-        return [cmd for pid, cmd in kids.items() if pid not in direct]
-
-    def sandbox_dirs(self) -> list[str]:
-        return sorted(str(p.relative_to(self.tmp)) for p in self.tmp.rglob("fathom-sandbox-*"))
-
-
-def _ppid(pid: int) -> int:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except OSError:
-        return -1
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 @pytest.fixture
-def server(kit: Any, policy_url: str, tmp_path: Path) -> Iterator[Server]:
-    """`python -m fathom_rlm.adapters.openenv` on a free loopback port, temp files in tmp_path."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if "API_KEY" not in k}
-    env.update(TMPDIR=str(tmp), HF_HUB_OFFLINE="1", FATHOM_TEST_KEY="scripted")
-    proc = subprocess.Popen(
+def server(openenv_server: Any, kit: Any, policy_url: str) -> Any:
+    """`python -m fathom_rlm.adapters.openenv` on a free loopback port."""
+    return openenv_server(
         [
-            sys.executable,
-            "-m",
             "fathom_rlm.adapters.openenv",
-            "--port",
-            str(port),
-            "--llm-base-url",
-            policy_url,
-            "--llm-model",
-            POLICY,
-            "--llm-api-key-var",
-            "FATHOM_TEST_KEY",
-            "--doc-tokens",
-            str(kit.doc_tokens),
-            "--num-examples",
-            str(NUM_EXAMPLES),
+            *("--llm-base-url", policy_url, "--llm-model", POLICY),
+            *("--llm-api-key-var", "FATHOM_TEST_KEY"),
+            *("--doc-tokens", str(kit.doc_tokens), "--num-examples", str(NUM_EXAMPLES)),
         ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+        FATHOM_TEST_KEY="scripted",
     )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        assert proc.poll() is None, proc.communicate()[0]
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).json() == {"status": "healthy"}:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, "the OpenEnv server did not come up"
-        time.sleep(0.2)
-    served = Server(proc, url, tmp)
-    try:
-        yield served
-    finally:
-        left = descendants(proc.pid)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        for pid in left:  # nothing should remain; never leave a test's process behind anyway
-            if Path(f"/proc/{pid}").exists() and _ppid(pid) in (1, *left):
-                os.kill(pid, signal.SIGKILL)
+
+
+def sandboxes(server: Any) -> list[str]:
+    """Sandbox workers alive under the server (its fork server's children)."""
+    return [cmd for ppid, cmd in server.processes().values() if ppid != server.proc.pid]
+
+
+def sandbox_dirs(server: Any) -> list[str]:
+    return sorted(p.name for p in server.tmp.rglob("fathom-sandbox-*"))
 
 
 def _reported_usage(request: list[dict], tools: list[dict], message: dict) -> dict[str, int]:
@@ -198,7 +105,7 @@ async def play(url: str, task_index: int, *, stop_after: int | None = None) -> A
 
 
 def test_scripted_episode_matches_in_process_loop(
-    server: Server, kit: Any, eval_rows: list[dict]
+    server: Any, kit: Any, eval_rows: list[dict]
 ) -> None:
     for index, row in enumerate(eval_rows):
         result = asyncio.run(play(server.url, index))
@@ -245,7 +152,7 @@ async def _bad_actions(url: str) -> list[Any]:
     return seen
 
 
-def test_bad_actions_get_clear_errors(server: Server) -> None:
+def test_bad_actions_get_clear_errors(server: Any) -> None:
     observations = asyncio.run(_bad_actions(server.url))
     errors = [obs["error"] for obs in observations]
     assert "unknown tool 'shell'" in errors[0]
@@ -266,7 +173,10 @@ async def _many_sessions(url: str, sessions: int) -> list[Any]:
     return await asyncio.gather(*runs)
 
 
-def test_32_concurrent_sessions_leave_nothing(server: Server, kit: Any, eval_rows: list) -> None:
+def test_32_concurrent_sessions_leave_nothing(server: Any, kit: Any, eval_rows: list) -> None:
+    # One episode first, so the process-wide parts (fork server, janitor) exist in the baseline.
+    assert asyncio.run(play(server.url, 0)).done
+    baseline_fds = server.open_fds()
     results = asyncio.run(_many_sessions(server.url, 32))
     finished = [r for i, r in enumerate(results) if i % 4 != 3]
     want = {i: kit.replay_scores(row, POLICY)[REWARD_NAME] for i, row in enumerate(eval_rows)}
@@ -274,22 +184,17 @@ def test_32_concurrent_sessions_leave_nothing(server: Server, kit: Any, eval_row
         if i % 4 != 3:
             assert result.done and result.reward == pytest.approx(want[i % NUM_EXAMPLES])
     assert len(finished) == 24
-    # Every session is closed (the disconnected ones by openenv-core): no sandbox worker and no
-    # sandbox directory is left while the server keeps running.
+    # Every session is closed (the disconnected ones by openenv-core): no sandbox worker, no
+    # sandbox directory and no extra descriptor is left while the server keeps running.
     deadline = time.monotonic() + 60
-    while (server.sandboxes() or server.sandbox_dirs()) and time.monotonic() < deadline:
+    while time.monotonic() < deadline and (
+        sandboxes(server) or sandbox_dirs(server) or server.open_fds() > baseline_fds
+    ):
         time.sleep(0.2)
-    assert server.sandboxes() == [], server.sandboxes()
-    assert server.sandbox_dirs() == []
+    assert sandboxes(server) == []
+    assert sandbox_dirs(server) == []
+    assert server.open_fds() <= baseline_fds
     # Stopping the server takes its fork server, janitor and scratch root with it.
-    owned = descendants(server.proc.pid)
-    assert owned, "the server should hold its fork server and janitor while it runs"
-    server.proc.send_signal(signal.SIGTERM)
-    assert server.proc.wait(timeout=60) == 0
-    deadline = time.monotonic() + 30
-    alive = list(owned)
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.2)
-        alive = [pid for pid in owned if Path(f"/proc/{pid}").exists()]
-    assert alive == [], {pid: owned[pid] for pid in alive}
+    assert server.stop() == {}
+    assert server.proc.returncode == 0
     assert list(server.tmp.iterdir()) == []
