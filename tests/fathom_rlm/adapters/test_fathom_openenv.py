@@ -22,6 +22,7 @@ from fathom_rlm.agent.chat import chars_to_tokens, message_chars, schema_chars
 from fathom_rlm.agent.turns import normalize_assistant
 from fathom_rlm.rewards import COMPONENT_NAMES, METRIC_NAMES, REWARD_NAME
 from openenv.core.generic_client import GenericEnvClient
+from websockets.asyncio.client import connect as ws_connect
 
 from envtools.policies.registry import get_policy
 
@@ -54,6 +55,22 @@ def sandbox_dirs(server: Any) -> list[str]:
     return sorted(p.name for p in server.tmp.rglob("fathom-sandbox-*"))
 
 
+class PatientClient(GenericEnvClient):
+    """OpenEnv's generic client with the WebSocket keepalive ping off. On a busy shared 2-core
+    machine, a test process running 32 scripted policies and the policy server can be starved
+    for longer than the 20 s pong deadline; that would be a test artefact, not a server fault."""
+
+    async def connect(self) -> PatientClient:
+        if self._ws is None:
+            self._ws = await ws_connect(
+                self._ws_url,
+                open_timeout=self._connect_timeout,
+                max_size=self._max_message_size,
+                ping_interval=None,
+            )
+        return self
+
+
 def _reported_usage(request: list[dict], tools: list[dict], message: dict) -> dict[str, int]:
     """What a real endpoint reports as usage; the scripted policy reports none, so this is the
     in-process loop's own estimate of the same call (characters / 4), sent with the action."""
@@ -64,11 +81,17 @@ def _reported_usage(request: list[dict], tools: list[dict], message: dict) -> di
     }
 
 
-async def play(url: str, task_index: int, *, stop_after: int | None = None) -> Any:
-    """One episode of the reference policy through GenericEnvClient; returns the last result.
+async def play(
+    url: str,
+    task_index: int,
+    *,
+    stop_after: int | None = None,
+    client: type[GenericEnvClient] = GenericEnvClient,
+) -> Any:
+    """One episode of the reference policy through OpenEnv's client; returns the last result.
     `stop_after` disconnects after that many actions, mid-episode."""
     policy = get_policy(POLICY)
-    async with GenericEnvClient(base_url=url, message_timeout_s=300) as env:
+    async with client(base_url=url, message_timeout_s=300) as env:
         result = await env.reset(task_index=task_index)
         messages = list(result.observation["messages"])
         tools = result.observation["tools"]
@@ -168,7 +191,8 @@ def test_bad_actions_get_clear_errors(server: Any) -> None:
 
 async def _many_sessions(url: str, sessions: int) -> list[Any]:
     runs = [
-        play(url, i % NUM_EXAMPLES, stop_after=2 if i % 4 == 3 else None) for i in range(sessions)
+        play(url, i % NUM_EXAMPLES, stop_after=2 if i % 4 == 3 else None, client=PatientClient)
+        for i in range(sessions)
     ]
     return await asyncio.gather(*runs)
 

@@ -312,8 +312,12 @@ def create_fathom_app(
         ),
     )
     add_healthz(app)
+
     # The server process's sandbox fork server and scratch root close with the app.
-    app.router.on_shutdown.append(lambda: asyncio.to_thread(close_serving_scope))
+    async def close_process_resources() -> None:
+        await asyncio.to_thread(close_serving_scope)
+
+    app.router.on_shutdown.append(close_process_resources)
     return app
 
 

@@ -173,7 +173,10 @@ def create_gsm8k_app(
     def healthz() -> dict[str, str]:  # openenv-core serves /health; probes often ask /healthz
         return {"status": "healthy"}
 
-    app.router.on_shutdown.append(lambda: asyncio.to_thread(close_graders))
+    async def close_process_resources() -> None:
+        await asyncio.to_thread(close_graders)
+
+    app.router.on_shutdown.append(close_process_resources)
     return app
 
 
