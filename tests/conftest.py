@@ -151,17 +151,19 @@ class OpenEnvServer:
         self.url = f"http://127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items() if "API_KEY" not in k}
         env.update(TMPDIR=str(tmp), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", **extra_env)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", *argv, "--port", str(port)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        # Its output goes to a file: a pipe nobody reads would fill up and stall the server.
+        self.log = tmp.parent / f"{tmp.name}.log"
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", *argv, "--port", str(port)],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         # openenv-core imports gradio on start-up (~7 s of CPU): generous on a busy machine.
         deadline = time.monotonic() + 600
         while True:
-            assert self.proc.poll() is None, self.proc.communicate()[0][-4000:]
+            assert self.proc.poll() is None, self.log.read_text()[-4000:]
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=2).json() == {"status": "healthy"}:
                     return
