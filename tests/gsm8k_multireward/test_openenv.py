@@ -6,6 +6,7 @@ errors; 32 concurrent sessions run, and stopping the server leaves nothing behin
 from __future__ import annotations
 
 import asyncio
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -99,5 +100,6 @@ def test_32_concurrent_sessions_leave_nothing(server: Any) -> None:
     correct = [result.observation["rewards"]["correct_answer"] for result, *_ in results]
     assert correct == [1.0 if STYLES[i % 4] in ("gold", "verbose") else 0.0 for i in range(32)]
     assert server.stop() == {}
-    assert server.proc.returncode == 0
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal to exit by it.
+    assert server.proc.returncode in (0, -signal.SIGTERM), server.log.read_text()[-3000:]
     assert list(server.tmp.iterdir()) == []

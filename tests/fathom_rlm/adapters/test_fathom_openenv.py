@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import time
 from typing import Any
 
@@ -220,5 +221,6 @@ def test_32_concurrent_sessions_leave_nothing(server: Any, kit: Any, eval_rows: 
     assert server.open_fds() <= baseline_fds
     # Stopping the server takes its fork server, janitor and scratch root with it.
     assert server.stop() == {}
-    assert server.proc.returncode == 0
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal to exit by it.
+    assert server.proc.returncode in (0, -signal.SIGTERM), server.log.read_text()[-3000:]
     assert list(server.tmp.iterdir()) == []
