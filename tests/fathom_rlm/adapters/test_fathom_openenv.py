@@ -18,6 +18,7 @@ import signal
 import time
 from typing import Any
 
+import httpx
 import pytest
 from fathom_rlm.agent.chat import chars_to_tokens, message_chars, schema_chars
 from fathom_rlm.agent.turns import normalize_assistant
@@ -174,6 +175,27 @@ async def _bad_actions(url: str) -> list[Any]:
         with pytest.raises(RuntimeError, match="the episode is over"):
             await env.step({"tool": "repl", "code": "print(1)"})
     return seen
+
+
+async def _two_sessions(url: str) -> tuple[str, str, str]:
+    async with GenericEnvClient(base_url=url) as first, GenericEnvClient(base_url=url) as second:
+        await first.reset(task_index=0)
+        await second.reset(task_index=0)
+        await first.step({"tool": "repl", "code": "secret = 41"})
+        other = await second.step({"tool": "repl", "code": "print(secret)"})
+        mine = await first.step({"tool": "repl", "code": "print(secret + 1)"})
+        state = await first.state()
+        return other.observation["output"], mine.observation["output"], json.dumps(state)
+
+
+def test_sessions_are_isolated_and_openenv_routes_answer(server: Any) -> None:
+    other, mine, state = asyncio.run(_two_sessions(server.url))
+    assert "secret" in other and other.startswith("Error")  # the other session's REPL
+    assert mine.strip() == "42"
+    assert '"step_count": 2' in state and '"task_index": 0' in state
+    schema = httpx.get(f"{server.url}/schema", timeout=30).json()
+    assert {"tool", "code", "prompt", "slice", "message"} <= set(schema["action"]["properties"])
+    assert httpx.get(f"{server.url}/health", timeout=30).json()["status"] == "healthy"
 
 
 def test_bad_actions_get_clear_errors(server: Any) -> None:
