@@ -85,10 +85,12 @@ class FathomState(State):
 class ServerOptions:
     """Start-up settings shared by every session of one server."""
 
+    llm_base_url: str
+    """The OpenAI-compatible endpoint `llm` sub-calls go to (in training, the policy's own)."""
+    llm_model: str
     arguments: FathomArguments = field(default_factory=FathomArguments)
-    llm_base_url: str = "http://127.0.0.1:8001/v1"
-    llm_model: str = "policy"
     llm_api_key_var: str | None = None
+    """Environment variable holding the endpoint's API key; None sends no key."""
     llm_timeout: float = 600.0
 
 
@@ -363,7 +365,7 @@ def main(argv: list[str] | None = None) -> None:
         max_turns=args.max_turns,
         max_sub_calls=args.max_sub_calls,
     )
-    options = ServerOptions(arguments, args.llm_base_url, args.llm_model, args.llm_api_key_var)
+    options = ServerOptions(args.llm_base_url, args.llm_model, arguments, args.llm_api_key_var)
     app = create_fathom_app(options, args.max_sessions, args.idle_timeout)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
 
