@@ -7,10 +7,15 @@ exports their interpreters as VERIFIERS_0_2_0_PYTHON / VERIFIERS_0_4_0_PYTHON. U
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterator
 from importlib.metadata import version
 from pathlib import Path
 
@@ -98,3 +103,116 @@ class Matrix:
 @pytest.fixture
 def matrix() -> type[Matrix]:
     return Matrix
+
+
+# --- OpenEnv servers -----------------------------------------------------------------------------
+
+
+def descendants(root: int) -> dict[int, str]:
+    """Live processes below `root` (not `root` itself): pid -> command line."""
+    parents: dict[int, tuple[int, str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z":
+            parents[int(entry)] = (int(fields[1]), cmd)
+    found: dict[int, str] = {}
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, (ppid, _) in parents.items() if ppid in frontier}
+        found.update({pid: parents[pid][1] for pid in frontier})
+    return found
+
+
+def parent_of(pid: int) -> int:
+    """The parent pid of a live process, or -1."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return -1
+
+
+class OpenEnvServer:
+    """An OpenEnv server command running on a free loopback port, temp files under `tmp`."""
+
+    def __init__(self, argv: list[str], tmp: Path, extra_env: dict[str, str]) -> None:
+        import httpx
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        self.tmp = tmp
+        self.url = f"http://127.0.0.1:{port}"
+        env = {k: v for k, v in os.environ.items() if "API_KEY" not in k}
+        env.update(TMPDIR=str(tmp), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", **extra_env)
+        # Its output goes to a file: a pipe nobody reads would fill up and stall the server.
+        self.log = tmp.parent / f"{tmp.name}.log"
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", *argv, "--port", str(port)],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        # openenv-core imports gradio on start-up (~7 s of CPU): generous on a busy machine.
+        deadline = time.monotonic() + 600
+        while True:
+            assert self.proc.poll() is None, self.log.read_text()[-4000:]
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2).json() == {"status": "healthy"}:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                pytest.fail("the OpenEnv server did not come up")
+            time.sleep(0.2)
+
+    def processes(self) -> dict[int, tuple[int, str]]:
+        """The server's live descendants: pid -> (parent pid, command line)."""
+        return {pid: (parent_of(pid), cmd) for pid, cmd in descendants(self.proc.pid).items()}
+
+    def open_fds(self) -> int:
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def stop(self) -> dict[int, str]:
+        """SIGTERM the server; return what it had running that is still alive 30 s later."""
+        owned = descendants(self.proc.pid)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        deadline = time.monotonic() + 30
+        alive = dict(owned)
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.2)
+            alive = {pid: cmd for pid, cmd in owned.items() if Path(f"/proc/{pid}").exists()}
+        for pid in alive:  # report it, but never leave a test's process behind
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        return alive
+
+
+@pytest.fixture
+def openenv_server(tmp_path: Path) -> Iterator[Callable[..., OpenEnvServer]]:
+    """Start `python -m <argv> --port P` (an OpenEnv server); stopped at the end of the test."""
+    started: list[OpenEnvServer] = []
+
+    def start(argv: list[str], **extra_env: str) -> OpenEnvServer:
+        tmp = tmp_path / f"server-tmp-{len(started)}"
+        tmp.mkdir()
+        started.append(OpenEnvServer(argv, tmp, extra_env))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()

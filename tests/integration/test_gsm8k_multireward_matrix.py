@@ -178,6 +178,42 @@ def test_v1_eval_runs_locally(
     check_scores(v1_rows(tmp_path / "out"), grader, WEIGHT, expected_rollouts=6)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_v1_env_server_pool_matches_in_process(
+    matrix: Any, base_url: str, grader: MathGrader, tmp_path: Path
+) -> None:
+    """verifiers 0.4.0's own env server (`serve_env`, a static pool of 4 workers, each with its
+    own math-verify pool) driven by an `EnvClient` on its loopback address."""
+    python = matrix.python("0.4.0")
+    runs = tmp_path / "runs.json"
+    matrix.run(
+        [
+            python,
+            REPO / "benchmarks" / "serving_pool.py",
+            *("--env", "gsm8k-multireward", "--base-url", base_url, "--model", "gsm8k-ladder"),
+            *("--workers", "4", "--num-examples", "6", "--rollouts", "1", "--data", FIXTURE),
+            *("--length-reward-weight", str(WEIGHT), "--json-out", runs),
+        ],
+        cwd=tmp_path,
+    )
+    (served,) = json.loads(runs.read_text())
+    assert served["workers"] == 4 and served["exitcode"] == 0
+    rows = [
+        {
+            "question": result["data"]["prompt"],
+            "completion": result["last_reply"].strip(),
+            "gold": result["data"]["answer"],
+            "tokens": result["completion_tokens"],
+            "correct_answer": result["scores"]["correct_answer"],
+            "length_reward": result["scores"]["length_reward"],
+            "reward": result["reward"],
+        }
+        for result in served["results"]
+    ]
+    check_scores(rows, grader, WEIGHT, expected_rollouts=6)
+
+
 RESOLVE_ENV_BLOCK = """
 import json, sys
 from pydantic import ValidationError

@@ -21,6 +21,7 @@ import verifiers.v1 as vf
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.scoring import document_text
 from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutRecord, ToolSchema, run_rollout
+from fathom_rlm.serving import open_serving_scope
 
 
 class FathomHarnessConfig(vf.HarnessConfig):
@@ -90,6 +91,9 @@ class FathomHarness(vf.Harness[FathomHarnessConfig]):
     ) -> vf.ProgramResult:
         row: dict[str, Any] = data.row
         args = FathomArguments(**data.arguments)
+        # This process's sandbox scratch root and janitor (an env-server worker's, or the
+        # eval's own): closed by `FathomEnv.stop`, removed by the janitor if the process dies.
+        open_serving_scope()
         document = await document_text(row)
         # The record fills in as the rollout runs, so a rollout that a verifiers stop or limit
         # interrupts is still scored on what it did (its missing answer scores 0).

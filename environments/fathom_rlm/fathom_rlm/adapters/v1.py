@@ -27,6 +27,7 @@ from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.harness import FathomHarness
 from fathom_rlm.adapters.scoring import REWARD_NAME, build_rows, score
 from fathom_rlm.agent import RolloutRecord
+from fathom_rlm.serving import close_serving_scope
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +121,14 @@ class FathomEnvConfig(vf.SingleAgentEnvConfig):
 
 
 class FathomEnv(vf.Env[FathomEnvConfig]):
-    """The single-agent episode: one rollout of the agent on the task."""
+    """The single-agent episode: one rollout of the agent on the task.
+
+    Its serving lifetime is the process's (an env-server worker's, or an in-process eval's):
+    the sandbox fork server and scratch root start with the first rollout and close here.
+    """
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(close_serving_scope)
 
     async def run(self, task: vf.Task, agents: Any) -> None:
         await agents.agent.run(task)

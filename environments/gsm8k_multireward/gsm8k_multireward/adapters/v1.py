@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from functools import cache
 from typing import Any
 
 import verifiers.v1 as vf
@@ -50,10 +49,26 @@ class GSM8KMultirewardData(vf.TaskData):
         )
 
 
-@cache
+_GRADERS: dict[tuple[int, float], MathGrader] = {}
+
+
 def _grader(max_workers: int, timeout: float) -> MathGrader:
-    # One grader (and worker pool) per process and setting, shared by every task.
-    return MathGrader(max_workers=max_workers, timeout=timeout)
+    # One grader (and math-verify pool, whose workers start on first use) per process and
+    # setting, shared by every task; `LocalEnv.stop` closes them with the serving process.
+    grader = _GRADERS.get((max_workers, timeout))
+    if grader is None:
+        grader = _GRADERS[(max_workers, timeout)] = MathGrader(
+            max_workers=max_workers, timeout=timeout
+        )
+    return grader
+
+
+def close_graders() -> None:
+    """Close this process's graders and their math-verify worker pools."""
+    graders = list(_GRADERS.values())
+    _GRADERS.clear()
+    for grader in graders:
+        grader.close()
 
 
 _GRADINGS: dict[int, tuple[tuple[Any, ...], asyncio.Future[dict[str, float]]]] = {}
@@ -183,7 +198,11 @@ class LocalEnvConfig(vf.SingleAgentEnvConfig):
 
 
 class LocalEnv(vf.Env[LocalEnvConfig]):
-    """The single-agent env with local defaults."""
+    """The single-agent env with local defaults. Its serving lifetime is the process's (an
+    env-server worker's, or an in-process eval's): the math-verify pool closes with it."""
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(close_graders)
 
     async def run(self, task: vf.Task, agents: vf.Agents) -> None:
         await agents.agent.run(task)

@@ -1,0 +1,32 @@
+# The OpenEnv server of fathom-rlm or gsm8k-multireward (openenv-core's HTTP + WebSocket app).
+# Configured, not run: no container engine runs where this recipe was written.
+#
+#   docker build -f docker/openenv.Dockerfile -t rl-envs-openenv .
+#   docker run -p 8000:8000 rl-envs-openenv fathom_rlm.adapters.openenv --host 0.0.0.0 \
+#       --port 8000 --llm-base-url http://POLICY_HOST:8001/v1 --llm-model MODEL
+#   docker run -p 8000:8000 -v /data/gsm8k:/data rl-envs-openenv \
+#       gsm8k_multireward.adapters.openenv --host 0.0.0.0 --port 8000 --data /data/test.jsonl
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1
+
+WORKDIR /srv
+# Only the two environment packages: they install and run without the workspace root.
+COPY environments/fathom_rlm /srv/environments/fathom_rlm
+COPY environments/gsm8k_multireward /srv/environments/gsm8k_multireward
+RUN python -m pip install uv \
+    && python -m uv pip install --system \
+        "/srv/environments/fathom_rlm[openenv]" \
+        "/srv/environments/gsm8k_multireward[openenv]"
+
+# The server runs as root so that the sandbox can drop each worker to an unprivileged uid
+# (process limits do not bind root). Its network namespace needs CAP_SYS_ADMIN
+# (`--cap-add SYS_ADMIN`); without it the sandbox uses its syscall filter instead.
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
+    CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"
+ENTRYPOINT ["python", "-m"]
+CMD ["fathom_rlm.adapters.openenv", "--host", "0.0.0.0", "--port", "8000", \
+     "--llm-base-url", "http://host.docker.internal:8001/v1", "--llm-model", "policy"]

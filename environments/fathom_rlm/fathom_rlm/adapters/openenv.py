@@ -1,0 +1,385 @@
+"""fathom-rlm as an OpenEnv environment, served by openenv-core's own HTTP/WebSocket server.
+
+    python -m fathom_rlm.adapters.openenv --port 8000 --llm-base-url URL --llm-model NAME
+
+One OpenEnv session is one rollout. `reset` picks a task row and returns the root's first
+messages (system prompt and question) and the tool schemas; each `step` is one tool call of the
+model (`repl`, `llm`) or its final reply (`answer`), translated to the core's `RolloutTools`;
+the observation carries the tool's output, and at the end the reward, its components and the
+metrics under the core's names. `llm` sub-calls (from the action or from code in the REPL) go to
+the OpenAI-compatible endpoint given at start-up (the policy's own server in training).
+
+Each session owns its sandbox, caps and sub-call budget (its own `RolloutTools`); a session
+that disconnects is closed by openenv-core, which closes its sandbox. The sandbox fork server
+and scratch root belong to the server process (`fathom_rlm.serving`) and close with it.
+
+Token accounting: send the usage your endpoint reported for the model call that produced the
+action (`usage`, on the first call of a reply: `call_index == 0`) and root tokens are counted
+exactly as in the in-process loop; without it they are estimated (characters / 4) from what the
+environment saw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import httpx
+from openenv.core.env_server.http_server import create_app
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation, State
+from pydantic import Field
+
+from fathom_rlm.adapters.arguments import FathomArguments
+from fathom_rlm.adapters.scoring import build_rows, document_text, score
+from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutTools, ToolSchema
+from fathom_rlm.agent.loop import initial_messages
+from fathom_rlm.rewards import COMPONENT_NAMES, METRIC_NAMES, REWARD_NAME
+from fathom_rlm.serving import close_serving_scope, open_serving_scope
+
+TOOLS = ("repl", "llm", "answer")
+
+
+class FathomAction(Action):
+    """One tool call of the model, or its final reply."""
+
+    tool: str = Field(description="'repl', 'llm' or 'answer'")
+    code: str | None = Field(None, description="repl: the Python code to run")
+    prompt: str | None = Field(None, description="llm: the sub-question")
+    slice: str | None = Field(None, description='llm: "start:end" of the document or a variable')
+    message: str | None = Field(
+        None, description="answer: the model's final reply, with one <answer>...</answer> block"
+    )
+    call_index: int = Field(0, ge=0, description="position of this call in the model's reply")
+    usage: dict[str, int] | None = Field(
+        None, description="the reply's reported usage {prompt_tokens, completion_tokens}"
+    )
+
+
+class FathomObservation(Observation):
+    """What the model sees after an action; scores once the episode is done."""
+
+    messages: list[dict[str, Any]] = Field(default_factory=list, description="reset: prompt")
+    tools: list[dict[str, Any]] = Field(default_factory=list, description="reset: tool schemas")
+    output: str = Field("", description="the tool's output, as the model should see it")
+    error: str | None = Field(None, description="set when the action was refused or failed")
+    rewards: dict[str, float] = Field(default_factory=dict, description="done: components")
+    metrics: dict[str, float] = Field(default_factory=dict, description="done: metrics")
+    ended_by: str | None = Field(None, description="done: 'answer' or 'max_turns'")
+
+
+class FathomState(State):
+    task_index: int | None = None
+    question: str | None = None
+    turns: int = 0
+    sub_calls: int = 0
+    done: bool = False
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """Start-up settings shared by every session of one server."""
+
+    llm_base_url: str
+    """The OpenAI-compatible endpoint `llm` sub-calls go to (in training, the policy's own)."""
+    llm_model: str
+    arguments: FathomArguments = field(default_factory=FathomArguments)
+    llm_api_key_var: str | None = None
+    """Environment variable holding the endpoint's API key; None sends no key."""
+    llm_timeout: float = 600.0
+
+
+_ROWS: dict[str, list[dict[str, Any]]] = {}
+
+
+def _rows(arguments: FathomArguments) -> list[dict[str, Any]]:
+    """The split's rows, built once per process and arguments."""
+    key = repr(arguments)
+    if key not in _ROWS:
+        _ROWS[key] = build_rows(arguments)
+    return _ROWS[key]
+
+
+def endpoint_chat(
+    client: httpx.AsyncClient, model: str, max_completion_tokens: int | None
+) -> ChatFn:
+    """The core's `ChatFn` over an OpenAI-compatible chat-completions endpoint."""
+
+    async def chat(messages: list[Message], tools: list[ToolSchema] | None) -> ChatReply:
+        body: dict[str, Any] = {"model": model, "messages": messages}
+        if tools:
+            body["tools"] = tools
+        if max_completion_tokens is not None:
+            body["max_tokens"] = max_completion_tokens
+        response = await client.post("chat/completions", json=body)
+        response.raise_for_status()
+        payload = response.json()
+        return ChatReply(payload["choices"][0]["message"], payload.get("usage"))
+
+    return chat
+
+
+class FathomEnvironment(Environment[FathomAction, FathomObservation, FathomState]):
+    """One rollout per session; see the module docstring."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, options: ServerOptions) -> None:
+        super().__init__()
+        self.options = options
+        self._state = FathomState()
+        self._tools: RolloutTools | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._row: dict[str, Any] | None = None
+        self._transcript: list[Message] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # --- OpenEnv API ----------------------------------------------------------------------
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Any:
+        raise RuntimeError("fathom-rlm runs on the server's event loop: use reset_async")
+
+    def step(self, action: FathomAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
+        raise RuntimeError("fathom-rlm runs on the server's event loop: use step_async")
+
+    async def reset_async(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        task_index: int | None = None,
+        **kwargs: Any,
+    ) -> FathomObservation:
+        """Start a rollout on row `task_index` of the split (else `seed` modulo its size, else a
+        random row); a previous rollout of this session is closed first."""
+        await self._close_rollout()
+        rows = await asyncio.to_thread(_rows, self.options.arguments)
+        index = _row_index(len(rows), task_index, seed)
+        row = rows[index]
+        document = await document_text(row)
+        open_serving_scope()
+        caps = self.options.arguments.caps()
+        self._loop = asyncio.get_running_loop()
+        self._client = self._endpoint_client()
+        sub_chat = endpoint_chat(
+            self._client, self.options.llm_model, self.options.arguments.sub_max_completion_tokens
+        )
+        self._tools = RolloutTools(document, sub_chat, caps)
+        self._row = row
+        self._transcript = initial_messages(len(document), row["question"], caps)
+        self._state = FathomState(
+            episode_id=episode_id or uuid.uuid4().hex, task_index=index, question=row["question"]
+        )
+        return FathomObservation(messages=list(self._transcript), tools=self._tools.schemas)
+
+    async def step_async(
+        self, action: FathomAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> FathomObservation:
+        tools = self._tools
+        if self._state.done:
+            raise RuntimeError("the episode is over: call reset() to start another")
+        if tools is None:
+            raise RuntimeError("no episode: call reset() before step()")
+        self._state.step_count += 1
+        if action.call_index == 0:  # the first call of a new model reply
+            if tools.record.turns >= tools.caps.max_turns:
+                return await self._finish(None, "max_turns")
+            tools.account_root_reply(
+                list(self._transcript), tools.schemas, ChatReply(_as_message(action), action.usage)
+            )
+            self._state.turns = tools.record.turns
+        self._transcript.append(_as_message(action))
+        if action.tool == "answer":
+            if action.message is None:
+                return _refused("answer needs `message`: the model's final reply.")
+            return await self._finish(action.message, "answer")
+        if action.tool not in TOOLS:
+            output = f"Error: unknown tool {action.tool[:40]!r}; the tools are repl and llm."
+        else:
+            arguments = _arguments(action)
+            output = await tools.call(action.tool, arguments, index_in_turn=action.call_index)
+        self._transcript.append({"role": "tool", "tool_call_id": "", "content": output})
+        self._state.sub_calls = len(tools.record.sub_calls)
+        error = output if output.startswith("Error:") else None
+        return FathomObservation(output=output, error=error)
+
+    @property
+    def state(self) -> FathomState:
+        return self._state
+
+    def close(self) -> None:
+        """Close the session's rollout (sandbox, HTTP client). openenv-core calls this from a
+        worker thread when a session ends or disconnects, and on the event loop for stateless
+        HTTP requests; the rollout's resources live on the loop, so it runs there."""
+        loop = self._loop
+        if loop is None or loop.is_closed() or (self._tools is None and self._client is None):
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            task = loop.create_task(self._close_rollout())
+            _BACKGROUND.add(task)
+            task.add_done_callback(_BACKGROUND.discard)
+        else:
+            asyncio.run_coroutine_threadsafe(self._close_rollout(), loop).result(timeout=60)
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _endpoint_client(self) -> httpx.AsyncClient:
+        key_var = self.options.llm_api_key_var
+        headers = {"Authorization": f"Bearer {os.environ[key_var]}"} if key_var else {}
+        return httpx.AsyncClient(
+            base_url=self.options.llm_base_url.rstrip("/") + "/",
+            headers=headers,
+            timeout=httpx.Timeout(self.options.llm_timeout, connect=10.0),
+        )
+
+    async def _finish(self, message: str | None, ended_by: str) -> FathomObservation:
+        tools, row = self._tools, self._row
+        assert tools is not None and row is not None
+        record = tools.finish(message, ended_by)
+        await self._close_rollout()
+        scores = await asyncio.to_thread(score, record, row, self.options.arguments)
+        self._state.done = True
+        self._state.sub_calls = len(record.sub_calls)
+        return FathomObservation(
+            done=True,
+            reward=scores[REWARD_NAME],
+            rewards={name: scores[name] for name in COMPONENT_NAMES},
+            metrics={name: scores[name] for name in METRIC_NAMES},
+            ended_by=ended_by,
+        )
+
+    async def _close_rollout(self) -> None:
+        tools, client = self._tools, self._client
+        self._tools, self._client = None, None
+        if tools is not None:
+            await tools.close()
+        if client is not None:
+            await client.aclose()
+
+
+_BACKGROUND: set[asyncio.Task[None]] = set()
+
+
+def _row_index(size: int, task_index: int | None, seed: int | None) -> int:
+    if task_index is not None:
+        if not 0 <= task_index < size:
+            raise ValueError(f"task_index must be in [0, {size}), got {task_index}")
+        return task_index
+    if seed is not None:
+        return seed % size
+    return random.randrange(size)
+
+
+def _arguments(action: FathomAction) -> dict[str, Any]:
+    """The tool call's arguments as the core parses them; unset fields are left out, so the
+    core names what is missing, and fields of another tool are refused as unexpected."""
+    fields = {"code": action.code, "prompt": action.prompt, "slice": action.slice}
+    if action.message is not None:
+        fields["message"] = action.message
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _as_message(action: FathomAction) -> Message:
+    """The assistant turn this action stands for, as the environment can reconstruct it."""
+    if action.tool == "answer":
+        return {"role": "assistant", "content": action.message or ""}
+    arguments = _arguments(action)
+    call = {"type": "function", "function": {"name": action.tool, "arguments": arguments}}
+    return {"role": "assistant", "content": "", "tool_calls": [call]}
+
+
+def _refused(reason: str) -> FathomObservation:
+    return FathomObservation(output=f"Error: {reason}", error=f"Error: {reason}")
+
+
+def create_fathom_app(
+    options: ServerOptions, max_sessions: int = 64, idle_timeout: float | None = None
+) -> Any:
+    """The FastAPI app of openenv-core's server for fathom-rlm, with `/healthz` added."""
+    app = create_app(
+        lambda: FathomEnvironment(options),
+        FathomAction,
+        FathomObservation,
+        env_name="fathom-rlm",
+        concurrency_config=ConcurrencyConfig(
+            max_concurrent_envs=max_sessions, session_timeout=idle_timeout
+        ),
+    )
+    add_healthz(app)
+
+    # The server process's sandbox fork server and scratch root close with the app.
+    async def close_process_resources() -> None:
+        await asyncio.to_thread(close_serving_scope)
+
+    app.router.on_shutdown.append(close_process_resources)
+    return app
+
+
+def add_healthz(app: Any) -> None:
+    """`/healthz` for probes that expect it (openenv-core serves `/health`)."""
+
+    @app.get("/healthz", tags=["Health"])
+    def healthz() -> dict[str, str]:
+        return {"status": "healthy"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m fathom_rlm.adapters.openenv",
+        description="Serve fathom-rlm over OpenEnv (HTTP + WebSocket, openenv-core's server).",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--llm-base-url", required=True, help="OpenAI-compatible endpoint for llm")
+    parser.add_argument("--llm-model", required=True, help="model name sent with sub-calls")
+    parser.add_argument("--llm-api-key-var", default=None, help="env var holding its API key")
+    parser.add_argument("--max-sessions", type=int, default=64)
+    parser.add_argument("--idle-timeout", type=float, default=None, help="close idle sessions (s)")
+    parser.add_argument("--split", default="eval")
+    parser.add_argument("--num-examples", type=int, default=None)
+    parser.add_argument("--doc-tokens", type=int, default=FathomArguments.doc_tokens)
+    parser.add_argument("--max-depth", type=int, default=FathomArguments.max_depth)
+    parser.add_argument("--max-turns", type=int, default=FathomArguments.max_turns)
+    parser.add_argument("--max-sub-calls", type=int, default=FathomArguments.max_sub_calls)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    import uvicorn
+
+    args = _parser().parse_args(argv)
+    arguments = replace(
+        FathomArguments(),
+        split=args.split,
+        num_examples=args.num_examples,
+        doc_tokens=args.doc_tokens,
+        max_depth=args.max_depth,
+        max_turns=args.max_turns,
+        max_sub_calls=args.max_sub_calls,
+    )
+    options = ServerOptions(args.llm_base_url, args.llm_model, arguments, args.llm_api_key_var)
+    app = create_fathom_app(options, args.max_sessions, args.idle_timeout)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = [
+    "FathomAction",
+    "FathomEnvironment",
+    "FathomObservation",
+    "FathomState",
+    "ServerOptions",
+    "create_fathom_app",
+    "main",
+]

@@ -1,0 +1,105 @@
+"""gsm8k-multireward over OpenEnv: the server command on 127.0.0.1, driven by openenv-core's own
+client. Each answer gets the rewards the core computes for the same reply; bad actions get clear
+errors; 32 concurrent sessions run, and stopping the server leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gsm8k_multireward import GSM8KConfig, MathGrader, score_completion
+from openenv.core.generic_client import GenericEnvClient
+
+from envtools.policies.gsm8k import Gsm8kPolicy
+
+FIXTURE = Path(__file__).parent / "fixtures" / "adapters.jsonl"
+WEIGHT = 0.5
+STYLES = Gsm8kPolicy.STYLES
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+
+
+@pytest.fixture
+def server(openenv_server: Any) -> Any:
+    return openenv_server(
+        [
+            "gsm8k_multireward.adapters.openenv",
+            *("--data", str(FIXTURE), "--length-reward-weight", str(WEIGHT)),
+        ]
+    )
+
+
+async def answer(url: str, task_index: int, style: str) -> tuple[Any, str, int, str]:
+    """One episode: reset, the ladder rung's reply as the answer action."""
+    policy = Gsm8kPolicy(style, data_path=FIXTURE)
+    async with GenericEnvClient(base_url=url) as env:
+        reset = await env.reset(task_index=task_index)
+        messages = reset.observation["messages"]
+        reply = await policy.respond(messages, None)
+        tokens = reply.usage["completion_tokens"]
+        content = reply.message["content"]
+        result = await env.step({"message": content, "completion_tokens": tokens})
+        return result, content, tokens, messages[-1]["content"]
+
+
+def test_answers_score_as_the_core(server: Any, grader: MathGrader) -> None:
+    config = GSM8KConfig(length_reward_weight=WEIGHT)
+    golds = {row["question"]: row["answer"] for row in _rows()}
+    for index, style in enumerate(STYLES * 2):
+        result, content, tokens, question = asyncio.run(answer(server.url, index % 6, style))
+        core = score_completion(content, golds[question], grader, config, reported_tokens=tokens)
+        assert result.done
+        assert result.reward == pytest.approx(core["reward"])
+        assert result.observation["rewards"] == {
+            "correct_answer": core["correct_answer"],
+            "length_reward": core["length_reward"],
+        }
+        assert core["correct_answer"] == (1.0 if style in ("gold", "verbose") else 0.0)
+
+
+def _rows() -> list[dict[str, Any]]:
+    from gsm8k_multireward import load_examples
+
+    return load_examples(path=str(FIXTURE))
+
+
+async def _bad_actions(url: str) -> list[dict[str, Any]]:
+    async with GenericEnvClient(base_url=url) as env:
+        with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+            await env.step({"message": "\\boxed{1}"})
+        with pytest.raises(RuntimeError, match=r"task_index must be in \[0, 6\)"):
+            await env.reset(task_index=99)
+        await env.reset(task_index=0)
+        refused = await env.step({"tool": "shell", "message": "ls"})
+        with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
+            await env.step({"completion_tokens": 3})  # no message
+        final = await env.step({"message": "no boxed answer here"})
+        assert final.done and final.reward == 0.0
+        with pytest.raises(RuntimeError, match="the episode is over"):
+            await env.step({"message": "\\boxed{29}"})
+        return [refused.observation]
+
+
+def test_bad_actions_get_clear_errors(server: Any) -> None:
+    (refused,) = asyncio.run(_bad_actions(server.url))
+    assert "unknown tool 'shell'" in refused["error"]
+
+
+def test_32_concurrent_sessions_leave_nothing(server: Any) -> None:
+    async def run_all() -> list[Any]:
+        return await asyncio.gather(
+            *(answer(server.url, i % 6, STYLES[i % len(STYLES)]) for i in range(32))
+        )
+
+    results = asyncio.run(run_all())
+    assert all(result.done for result, *_ in results)
+    correct = [result.observation["rewards"]["correct_answer"] for result, *_ in results]
+    assert correct == [1.0 if STYLES[i % 4] in ("gold", "verbose") else 0.0 for i in range(32)]
+    assert server.stop() == {}
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal to exit by it.
+    assert server.proc.returncode in (0, -signal.SIGTERM), server.log.read_text()[-3000:]
+    assert list(server.tmp.iterdir()) == []
