@@ -33,9 +33,11 @@ def _load(kit: Any, policy_url: str, n: int) -> Any:
     )
 
 
-async def _drive(env: Any, prompt: list[dict[str, Any]], max_rounds: int) -> list[dict[str, Any]]:
+async def _drive(
+    env: Any, prompt: list[dict[str, Any]], max_rounds: int, root_policy: str = POLICY
+) -> list[dict[str, Any]]:
     """TRL's tool loop: generate, run every tool call, append the results, until a plain reply."""
-    policy = get_policy(POLICY)
+    policy = get_policy(root_policy)
     messages = [dict(m) for m in prompt]
     completion: list[dict[str, Any]] = []
     schemas = [
@@ -62,20 +64,31 @@ async def _drive(env: Any, prompt: list[dict[str, Any]], max_rounds: int) -> lis
     return completion
 
 
-def _rewards(loaded: Any, env: Any, completion: list[dict[str, Any]]) -> dict[str, float]:
+def _rewards(
+    loaded: Any,
+    env: Any,
+    prompt: list[dict[str, Any]],
+    completion: list[dict[str, Any]],
+    completion_ids: list[list[int]] | None = None,
+) -> dict[str, float]:
     return {
         key: fn(
-            prompts=[[]],
+            prompts=[prompt],
             completions=[completion],
             environments=[env],
-            completion_ids=[[0] * 50],
+            completion_ids=completion_ids,
             trainer_state=None,
         )[0]
         for key, fn in loaded.reward_funcs.items()
     }
 
 
-def test_a_reference_rollout_scores_as_the_core_scores_it(kit: Any, policy_url: str) -> None:
+# The depth-0 rung reads only through the root's own repl output: its evidence counts only
+# because the root's replies after that output are charged as reading it.
+@pytest.mark.parametrize("root_policy", [POLICY, "fathom-reference-d0"])
+def test_a_reference_rollout_scores_as_the_core_scores_it(
+    kit: Any, policy_url: str, root_policy: str
+) -> None:
     loaded = _load(kit, policy_url, 3)
     try:
         assert list(loaded.reward_funcs) == list(REWARD_KEYS)
@@ -90,9 +103,10 @@ def test_a_reference_rollout_scores_as_the_core_scores_it(kit: Any, policy_url: 
         assert [m["role"] for m in prompt] == ["system", "user"]
         assert f"{len(load_document(task)):,} characters" in prompt[0]["content"]
         rounds = loaded.trainer_defaults["max_tool_calling_iterations"]
-        completion = asyncio.run(_drive(env, prompt, rounds))
-        got = _rewards(loaded, env, completion)
-        expected = kit.replay_scores(task, POLICY)
+        completion = asyncio.run(_drive(env, prompt, rounds, root_policy))
+        # No token ids: root tokens are estimated from characters, as the in-process replay does.
+        got = _rewards(loaded, env, prompt, completion)
+        expected = kit.replay_scores(task, root_policy)
         for key in ("format_gate", "correctness", "recursion_efficiency"):
             assert got[key] == expected[key], key
         assert got["correctness"] == 1.0 and got["reward"] > 0.75
@@ -108,7 +122,7 @@ def test_an_answer_without_reading_scores_zero(kit: Any, policy_url: str) -> Non
         env = loaded.environment_factory()
         env.reset(**row)
         guess = [{"role": "assistant", "content": f"<answer>{row['answer']}</answer>"}]
-        got = _rewards(loaded, env, guess)
+        got = _rewards(loaded, env, row["prompt"], guess, completion_ids=[[0] * 50])
         # The right words, but the document was never read: no evidence, no credit.
         assert got["format_gate"] == 1.0
         assert got["correctness"] == 0.0 and got["reward"] == 0.0

@@ -185,20 +185,34 @@ class FathomTRLEnv:
         """
         return await self._call("llm", {"prompt": prompt, "slice": slice})
 
-    def _score(self, completion: Any, completion_tokens: int | None) -> dict[str, float]:
+    def _score(
+        self, prompt: Any, completion: Any, completion_tokens: int | None
+    ) -> dict[str, float]:
         """The core's scores of the finished rollout (computed once, on the first request)."""
         if self._scores is None:
             if self._tools is None or self._row is None:
                 raise RuntimeError("score() before reset(): TRL resets every rollout first")
-            final, turns = final_message(completion)
+            final, _ = final_message(completion)
+            self._account_root_turns(prompt, completion)
             record = self._tools.record
-            record.turns = turns
-            if completion_tokens is not None:
+            if completion_tokens is not None:  # TRL's own count beats characters / 4
                 record.root_completion_tokens = completion_tokens
             record = self._tools.finish(final, "answer" if final is not None else "max_turns")
             self._scores = score_rollout(record, self._row, reward_config(self._args))
             self._release(keep_scores=True)
         return self._scores
+
+    def _account_root_turns(self, prompt: Any, completion: Any) -> None:
+        """Charge each root reply as the in-process loop does: its request (the prompt and the
+        conversation so far) and its reply. TRL calls no endpoint of ours, so this is where the
+        root's tool outputs count as read: a reply after them is the model reading them."""
+        assert self._tools is not None
+        history: list[Message] = [dict(m) for m in _messages(prompt, "user")]
+        for message in _messages(completion):
+            if message.get("role") == "assistant":
+                reply = ChatReply(dict(message))
+                self._tools.account_root_reply(list(history), self._tools.schemas, reply)
+            history.append(dict(message))
 
     def _release(self, *, keep_scores: bool = False) -> None:
         """Close this rollout's sandbox workers (on the loop that started them)."""
@@ -219,6 +233,14 @@ class FathomTRLEnv:
             return "Error: the rollout is over."
         self._loop = asyncio.get_running_loop()
         return await self._tools.call(name, arguments)
+
+
+def _messages(conversation: Any, text_role: str = "assistant") -> list[Mapping[str, Any]]:
+    """The message dicts of a TRL prompt or completion (a plain string is one message of
+    `text_role`, with no tool outputs)."""
+    if isinstance(conversation, str):
+        return [{"role": text_role, "content": conversation}]
+    return [m for m in conversation or () if isinstance(m, Mapping)]
 
 
 def final_message(completion: Any) -> tuple[str | None, int]:
@@ -247,8 +269,10 @@ def _score_function(key: str) -> RewardFunc:
     ) -> list[float]:
         tokens = [len(ids) for ids in completion_ids] if completion_ids is not None else None
         return [
-            env._score(completion, tokens[i] if tokens is not None else None)[key]
-            for i, (env, completion) in enumerate(zip(environments, completions, strict=True))
+            env._score(prompt, completion, tokens[i] if tokens is not None else None)[key]
+            for i, (env, prompt, completion) in enumerate(
+                zip(environments, prompts, completions, strict=True)
+            )
         ]
 
     # TRL names each reward in its logs by the function's __name__.
