@@ -19,8 +19,9 @@ import httpx
 import verifiers.v1 as vf
 
 from fathom_rlm.adapters.arguments import FathomArguments
+from fathom_rlm.adapters.endpoint import endpoint_chat
 from fathom_rlm.adapters.scoring import document_text
-from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutRecord, ToolSchema, run_rollout
+from fathom_rlm.agent import ChatFn, RolloutRecord, run_rollout
 from fathom_rlm.serving import open_serving_scope
 
 
@@ -56,19 +57,7 @@ def interception_chat(
     verifiers overrides any sampling knob the run sets (including max tokens), so
     `max_completion_tokens` applies only when the run leaves max tokens unset.
     """
-
-    async def chat(messages: list[Message], tools: list[ToolSchema] | None) -> ChatReply:
-        body: dict[str, Any] = {"model": model, "messages": messages}
-        if tools:
-            body["tools"] = tools
-        if max_completion_tokens is not None:
-            body["max_tokens"] = max_completion_tokens
-        response = await client.post("chat/completions", json=body)
-        response.raise_for_status()
-        payload = response.json()
-        return ChatReply(payload["choices"][0]["message"], payload.get("usage"))
-
-    return chat
+    return endpoint_chat(client, model, max_completion_tokens)
 
 
 class FathomHarness(vf.Harness[FathomHarnessConfig]):

@@ -36,8 +36,9 @@ from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation
 from pydantic import Field
 
 from fathom_rlm.adapters.arguments import FathomArguments
+from fathom_rlm.adapters.endpoint import endpoint_chat
 from fathom_rlm.adapters.scoring import build_rows, document_text, score
-from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutTools, ToolSchema
+from fathom_rlm.agent import ChatReply, Message, RolloutTools
 from fathom_rlm.agent.loop import initial_messages
 from fathom_rlm.rewards import COMPONENT_NAMES, METRIC_NAMES, REWARD_NAME
 from fathom_rlm.serving import close_serving_scope, open_serving_scope
@@ -103,25 +104,6 @@ def _rows(arguments: FathomArguments) -> list[dict[str, Any]]:
     if key not in _ROWS:
         _ROWS[key] = build_rows(arguments)
     return _ROWS[key]
-
-
-def endpoint_chat(
-    client: httpx.AsyncClient, model: str, max_completion_tokens: int | None
-) -> ChatFn:
-    """The core's `ChatFn` over an OpenAI-compatible chat-completions endpoint."""
-
-    async def chat(messages: list[Message], tools: list[ToolSchema] | None) -> ChatReply:
-        body: dict[str, Any] = {"model": model, "messages": messages}
-        if tools:
-            body["tools"] = tools
-        if max_completion_tokens is not None:
-            body["max_tokens"] = max_completion_tokens
-        response = await client.post("chat/completions", json=body)
-        response.raise_for_status()
-        payload = response.json()
-        return ChatReply(payload["choices"][0]["message"], payload.get("usage"))
-
-    return chat
 
 
 class FathomEnvironment(Environment[FathomAction, FathomObservation, FathomState]):
