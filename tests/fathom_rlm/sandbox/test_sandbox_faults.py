@@ -261,6 +261,74 @@ def test_handlers_still_work_and_jumps_out_of_finally_are_refused() -> None:
         assert result.error and f'"{expected}" inside a finally block' in result.error, result
 
 
+# Cyclic garbage whose generators spin in `finally` while `flag[0]` holds: the collector runs
+# those finalizers wherever it triggers, and a swallowed exception there is only "ignored".
+SPINNING_GARBAGE = """
+flag = [False]
+def spin():
+    try:
+        yield 1
+    finally:
+        while flag[0]:
+            pass
+class Box:
+    pass
+def litter(n):
+    for i in range(n):
+        b = Box()
+        b.me = b
+        b.g = spin()
+        next(b.g)
+"""
+GC_CONFIG = SandboxConfig(call_timeout_s=0.3, kill_grace_s=30.0)
+
+
+def test_the_collector_never_runs_model_finalizers_outside_the_clock() -> None:
+    # Each cell leaves one spinning cycle and arms the flag as its last statement, after some
+    # number of allocations: sooner or later the collector triggered outside the cell (in the
+    # worker's protocol loop) and spun there for ever, so the worker was killed.
+    attempt = (
+        "flag[0] = False\nkeep = None\nlitter(1)\nkeep = [[] for i in range({n})]\nflag[0] = True"
+    )
+
+    async def scenario():
+        async with await SandboxSession.start(DOC, config=GC_CONFIG) as session:
+            await session.run(SPINNING_GARBAGE + "kept = 41")
+            pid = session.pid
+            results = []
+            for i in range(300):
+                results.append(await session.run(attempt.format(n=(i * 263) % 700)))
+                if session.pid != pid or results[-1].worker_restarted:
+                    break
+            return results, await session.run("print(kept + 1)"), pid, session.pid
+
+    results, after, pid_before, pid_after = asyncio.run(scenario())
+    assert pid_after == pid_before, results[-1].error
+    for result in results:
+        # A collection inside the cell may spin until the alarm: that is the call's timeout.
+        assert result.error is None or result.error.startswith("TimeoutError: the call exceeded")
+    assert after.output == "42\n" and not after.worker_restarted
+
+
+def test_finalizers_that_swallow_the_timeout_do_not_hold_the_call() -> None:
+    # Thousands of spinning finalizers in one collection: each swallowed one alarm, 0.1 s apart,
+    # and the cell then went on as if it had not timed out.
+    code = "litter(3000)\nflag[0] = True\njunk = [[] for i in range(100_000)]\nprint('done')"
+
+    async def scenario():
+        async with await SandboxSession.start(DOC, config=GC_CONFIG) as session:
+            await session.run(SPINNING_GARBAGE + "kept = 41")
+            pid = session.pid
+            result = await session.run(code)
+            return result, await session.run("print(kept + 1)"), pid, session.pid
+
+    result, after, pid_before, pid_after = asyncio.run(scenario())
+    assert pid_after == pid_before, result.error
+    assert result.timed_out and result.error.startswith("TimeoutError: the call exceeded")
+    assert "done" not in result.output
+    assert after.output == "42\n" and not after.worker_restarted
+
+
 def test_variable_with_surrogates_reads_as_valid_text() -> None:
     async def scenario():
         async with await SandboxSession.start(DOC, config=CONFIG) as session:
