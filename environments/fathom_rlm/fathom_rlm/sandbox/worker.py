@@ -76,10 +76,13 @@ class _Clock:
 
     def _on_alarm(self, signum: int, frame: Any) -> None:
         if self.active:
-            raise restricted.SandboxTimeout(
-                f"TimeoutError: the call exceeded its {self.limit:g} s time limit and was "
-                "interrupted; variables assigned before that point are kept"
-            )
+            raise restricted.SandboxTimeout(self.message())
+
+    def message(self) -> str:
+        return (
+            f"TimeoutError: the call exceeded its {self.limit:g} s time limit and was "
+            "interrupted; variables assigned before that point are kept"
+        )
 
     def start(self, seconds: float) -> None:
         self.limit = seconds
@@ -223,23 +226,25 @@ class Worker:
 
     def _execute(self, compiled: restricted.Compiled, timeout: float) -> tuple[str | None, bool]:
         self.clock.start(timeout)
+        error, timed_out = None, False
         try:
-            return self._execute_clocked(compiled), False
-        except restricted.SandboxTimeout as exc:
-            return str(exc), True
-        finally:
-            self._leave_clock()
-
-    def _leave_clock(self) -> None:
-        """Stop the collector, then the alarm; a last alarm may fire between the two."""
+            error = self._execute_clocked(compiled)
+        except restricted.SandboxTimeout:
+            timed_out = True  # no call here: a further alarm cannot fire before the loop below
+        # Until the clock is off, alarms keep firing (at once after a finalizer swallowed one);
+        # each is caught here, never raised out of the call. The collector stops first: it runs
+        # model finalizers, which must never run unclocked.
         while True:
             try:
                 gc.disable()
                 self.clock.active = False
                 break
             except restricted.SandboxTimeout:
-                continue
+                continue  # the cell's outcome is already known
         self.clock.stop()
+        if timed_out:
+            error = self.clock.message()
+        return error, timed_out
 
     def _execute_clocked(self, compiled: restricted.Compiled) -> str | None:
         """Run the cell; describe what it raised while the clock still runs.
