@@ -230,3 +230,29 @@ def test_an_oversize_variable_as_slice_is_refused_without_copying_it() -> None:
     assert "2,000,000" in big and "Slice it smaller first." in big
     assert small == "Denhan"  # the same session goes on serving variables
     assert record.ended_by == "answer"
+
+
+def test_surrogate_escapes_in_an_llm_cell_reach_the_sub_call_as_valid_text() -> None:
+    # A first cell of exactly `print(llm("literal", doc))` is served without a worker; a lone
+    # surrogate escape in the literal (low DC00-DFFF as well as high) must still become valid
+    # text, as a worker makes it, before the sub-call's model client sees it.
+    sub_prompts: list[str] = []
+
+    class Recording(Script):
+        async def __call__(self, messages: list[dict[str, Any]], tools: Any) -> ChatReply:
+            if not messages[0]["content"].startswith(prompts.ROOT_ROLE):
+                sub_prompts.append(json.dumps(messages, ensure_ascii=False))
+            return await super().__call__(messages, tools)
+
+    cells = ['print(llm("\\udc00 who?", doc[0:40]))', 'print(llm("\\uDFFF where?", doc[5:60]))']
+    turns = [bulk([call("repl", json.dumps({"code": cell}))]) for cell in cells]
+    for turn in turns:
+        transcript: list[dict[str, Any]] = []
+        script = Recording([turn])
+        asyncio.run(run_rollout(DOCUMENT, "Where?", script, CAPS, transcript=transcript))
+        [output] = tool_messages(transcript)
+        assert "UnicodeEncodeError" not in output and output.strip() == "Denhan", output
+    assert len(sub_prompts) == len(cells)
+    for text in sub_prompts:
+        text.encode("utf-8")  # a lone surrogate cannot be sent to a model server
+        assert "\ufffd" in text

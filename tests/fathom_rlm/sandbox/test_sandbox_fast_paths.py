@@ -139,6 +139,8 @@ NOT_LLM_CELLS = [
     'print(llm("a" "b", doc))',
     'print(llm("\\x41", doc))',  # an escape JSON reads differently
     'print(llm("\\ud83d\\ude00", doc))',  # surrogate escapes
+    'print(llm("\\udc00 low", doc))',  # a lone low surrogate would reach the callback
+    'print(llm("\\uDFFF", doc[0:5]))',
     'print(llm("\\/", doc))',
     'x = llm("p", doc)',
     'print(llm("p", doc), 1)',

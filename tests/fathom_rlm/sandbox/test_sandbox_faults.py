@@ -184,6 +184,151 @@ def test_pathological_code_keeps_the_repl_state(code: str, output: str | None, e
     result.output.encode("utf-8")
 
 
+# Loops that catch the timeout and go on: each alarm is swallowed, so before the sandbox made
+# the timeout uncatchable by these handlers, the call ran until the parent killed the worker
+# and the REPL state was lost.
+SWALLOWING = [
+    (
+        "bare_except",
+        "while True:\n    try:\n        while True:\n            pass\n    except:\n        pass",
+    ),
+    (
+        "except_timeout_error",
+        "while True:\n    try:\n        while True:\n            pass\n"
+        "    except TimeoutError:\n        pass",
+    ),
+]
+SWALLOW_CONFIG = SandboxConfig(call_timeout_s=0.5, kill_grace_s=30.0)
+
+
+@pytest.mark.parametrize("code", [case[1] for case in SWALLOWING], ids=[c[0] for c in SWALLOWING])
+def test_a_loop_around_a_handler_cannot_swallow_the_timeout(code: str) -> None:
+    async def scenario():
+        async with await SandboxSession.start(DOC, config=SWALLOW_CONFIG) as session:
+            await session.run("kept = 41")
+            pid = session.pid
+            result = await session.run(code)
+            after = await session.run("print(kept + 1)")
+            return result, after, pid, session.pid
+
+    result, after, pid_before, pid_after = asyncio.run(scenario())
+    # The kill grace is far longer than any scheduling delay: only the worker's own interrupt
+    # can end the call while the worker lives on.
+    assert pid_after == pid_before, result.error
+    assert result.timed_out and result.error.startswith("TimeoutError: the call exceeded")
+    assert after.output == "42\n" and not after.worker_restarted
+
+
+JUMPS_OUT_OF_FINALLY = [
+    (
+        "continue",
+        "while True:\n    try:\n        while True:\n            pass\n"
+        "    finally:\n        continue",
+    ),
+    ("break", "for i in range(3):\n    try:\n        pass\n    finally:\n        break"),
+    ("return", "def f():\n    try:\n        pass\n    finally:\n        return 1"),
+    (
+        "return_in_loop",
+        "def f():\n    try:\n        pass\n    finally:\n        while True:\n            return 1",
+    ),
+    (
+        "loop_else",
+        "while True:\n    try:\n        pass\n    finally:\n"
+        "        for i in []:\n            pass\n        else:\n            break",
+    ),
+]
+
+
+def test_handlers_still_work_and_jumps_out_of_finally_are_refused() -> None:
+    allowed = (
+        "try:\n    1 / 0\nexcept:\n    print('caught')\n"
+        "try:\n    raise TimeoutError('own')\nexcept TimeoutError as e:\n    print(e)\n"
+        "try:\n    pass\nfinally:\n    for i in range(2):\n        continue\n"
+        "    def g():\n        return 2\n"
+        "print(g())"
+    )
+
+    async def scenario():
+        async with await SandboxSession.start(DOC, config=CONFIG) as session:
+            ok = await session.run(allowed)
+            refused = [await session.run(code) for _, code in JUMPS_OUT_OF_FINALLY]
+            return ok, refused
+
+    ok, refused = asyncio.run(scenario())
+    assert ok.error is None and ok.output == "caught\nown\n2\n", ok
+    for (word, _), result in zip(JUMPS_OUT_OF_FINALLY, refused, strict=True):
+        expected = "break" if word == "loop_else" else word.split("_")[0]
+        assert result.error and f'"{expected}" inside a finally block' in result.error, result
+
+
+# Cyclic garbage whose generators spin in `finally` while `flag[0]` holds: the collector runs
+# those finalizers wherever it triggers, and a swallowed exception there is only "ignored".
+SPINNING_GARBAGE = """
+flag = [False]
+def spin():
+    try:
+        yield 1
+    finally:
+        while flag[0]:
+            pass
+class Box:
+    pass
+def litter(n):
+    for i in range(n):
+        b = Box()
+        b.me = b
+        b.g = spin()
+        next(b.g)
+"""
+GC_CONFIG = SandboxConfig(call_timeout_s=0.3, kill_grace_s=30.0)
+
+
+def test_the_collector_never_runs_model_finalizers_outside_the_clock() -> None:
+    # Each cell leaves one spinning cycle and arms the flag as its last statement, after some
+    # number of allocations: sooner or later the collector triggered outside the cell (in the
+    # worker's protocol loop) and spun there for ever, so the worker was killed.
+    attempt = (
+        "flag[0] = False\nkeep = None\nlitter(1)\nkeep = [[] for i in range({n})]\nflag[0] = True"
+    )
+
+    async def scenario():
+        async with await SandboxSession.start(DOC, config=GC_CONFIG) as session:
+            await session.run(SPINNING_GARBAGE + "kept = 41")
+            pid = session.pid
+            results = []
+            for i in range(300):
+                results.append(await session.run(attempt.format(n=(i * 263) % 700)))
+                if session.pid != pid or results[-1].worker_restarted:
+                    break
+            return results, await session.run("print(kept + 1)"), pid, session.pid
+
+    results, after, pid_before, pid_after = asyncio.run(scenario())
+    assert pid_after == pid_before, results[-1].error
+    for result in results:
+        # A collection inside the cell may spin until the alarm: that is the call's timeout.
+        assert result.error is None or result.error.startswith("TimeoutError: the call exceeded")
+    assert after.output == "42\n" and not after.worker_restarted
+
+
+def test_finalizers_that_swallow_the_timeout_do_not_hold_the_call() -> None:
+    # Thousands of spinning finalizers in one collection: each swallowed one alarm, 0.1 s apart,
+    # and the cell then went on as if it had not timed out.
+    code = "litter(3000)\nflag[0] = True\njunk = [[] for i in range(100_000)]\nprint('done')"
+
+    async def scenario():
+        async with await SandboxSession.start(DOC, config=GC_CONFIG) as session:
+            await session.run(SPINNING_GARBAGE + "kept = 41")
+            pid = session.pid
+            result = await session.run(code)
+            return result, await session.run("print(kept + 1)"), pid, session.pid
+
+    result, after, pid_before, pid_after = asyncio.run(scenario())
+    assert pid_after == pid_before, result.error
+    assert result.timed_out and result.error.startswith("TimeoutError: the call exceeded")
+    assert "done" not in result.output
+    assert after.output == "42\n" and not after.worker_restarted
+
+
 def test_variable_with_surrogates_reads_as_valid_text() -> None:
     async def scenario():
         async with await SandboxSession.start(DOC, config=CONFIG) as session:

@@ -89,8 +89,9 @@ def run_read_only(document: str, code: str, config: SandboxConfig) -> ReplResult
 
 
 # A double-quoted literal whose escapes mean the same in Python and JSON (so json.loads reads it
-# exactly as Python would); no control characters, no surrogates, no surrogate escapes.
-_LITERAL = r'"(?:[^"\\\x00-\x1f\ud800-\udfff]|\\[\\"nrtbf]|\\u(?![dD][89abAB])[0-9a-fA-F]{4})*"'
+# exactly as Python would); no control characters, no surrogates, no surrogate escapes (high
+# D800-DBFF or low DC00-DFFF: either alone is not text, and a worker would replace it).
+_LITERAL = r'"(?:[^"\\\x00-\x1f\ud800-\udfff]|\\[\\"nrtbf]|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4})*"'
 _LLM_CELL = re.compile(
     rf"(?P<gap>{_GAP})print[ \t]*\([ \t]*llm[ \t]*\([ \t]*(?P<prompt>{_LITERAL})[ \t]*,[ \t]*"
     rf"(?:{_slice('l')}|(?P<whole>doc))"

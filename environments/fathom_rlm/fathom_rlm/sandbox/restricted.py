@@ -248,8 +248,56 @@ def _aug_attr(obj: Any, name: str, op: str, value: Any) -> None:
     setattr(_guarded_write(obj), name, _inplacevar(op, current, value))
 
 
+def _finally_exits(statements: list[ast.stmt]) -> ast.stmt | None:
+    """A `return`, `break` or `continue` that would leave these `finally` statements, if any.
+
+    Such a jump discards the exception in flight, so a loop around it would swallow the
+    sandbox's timeout for ever. Jumps inside a nested function or class do not leave the block,
+    nor do `break`/`continue` of a loop nested in it.
+    """
+    pending: list[tuple[ast.AST, bool]] = [(stmt, False) for stmt in statements]
+    while pending:
+        node, in_loop = pending.pop()
+        if isinstance(node, ast.Return) or (
+            isinstance(node, (ast.Break, ast.Continue)) and not in_loop
+        ):
+            return node  # type: ignore[return-value]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        is_loop = isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+        for child in ast.iter_child_nodes(node):
+            # A loop's `else` runs after the loop: a jump there leaves the enclosing block.
+            in_body = is_loop and not any(child is other for other in node.orelse)  # type: ignore[attr-defined]
+            pending.append((child, in_loop or in_body))
+    return None
+
+
 class _Policy(RestrictingNodeTransformer):
-    """RestrictedPython's checks, plus augmented assignment to items and attributes."""
+    """RestrictedPython's checks, plus augmented assignment to items and attributes.
+
+    The sandbox's timeout must not be swallowable, or a loop around a handler spins until the
+    parent kills the worker and the REPL state is lost: a bare `except:` catches `Exception`
+    only (the timeout is not one), and a jump out of a `finally` block is refused.
+    """
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
+        if node.type is None:
+            node.type = ast.copy_location(ast.Name("Exception", ast.Load()), node)
+        return super().visit_ExceptHandler(node)
+
+    def _check_finally(self, node: ast.Try | ast.TryStar) -> None:
+        jump = _finally_exits(node.finalbody)
+        if jump is not None:
+            word = type(jump).__name__.lower()
+            self.error(jump, f'"{word}" inside a finally block is not allowed in the sandbox')
+
+    def visit_Try(self, node: ast.Try) -> Any:
+        self._check_finally(node)
+        return super().visit_Try(node)
+
+    def visit_TryStar(self, node: ast.TryStar) -> Any:
+        self._check_finally(node)
+        return super().visit_TryStar(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> Any:
         target = node.target
@@ -539,7 +587,10 @@ def make_builtins(llm: Callable[[Any, Any], str]) -> dict[str, Any]:
             "False": False,
             "map": _safe_map,
             "filter": _safe_filter,
-            "TimeoutError": SandboxTimeout,
+            # The builtin class, not SandboxTimeout: `except TimeoutError` in a loop would
+            # otherwise swallow the call's timeout for ever. The timeout still reads
+            # "TimeoutError: ..." in the error text.
+            "TimeoutError": builtins.TimeoutError,
             "LLMError": LLMError,
             "__build_class__": builtins.__build_class__,  # needed for `class` statements
             "re_search": re_search,

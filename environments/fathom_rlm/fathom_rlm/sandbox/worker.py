@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import gc
 import io
 import json
 import os
@@ -75,10 +76,13 @@ class _Clock:
 
     def _on_alarm(self, signum: int, frame: Any) -> None:
         if self.active:
-            raise restricted.SandboxTimeout(
-                f"TimeoutError: the call exceeded its {self.limit:g} s time limit and was "
-                "interrupted; variables assigned before that point are kept"
-            )
+            raise restricted.SandboxTimeout(self.message())
+
+    def message(self) -> str:
+        return (
+            f"TimeoutError: the call exceeded its {self.limit:g} s time limit and was "
+            "interrupted; variables assigned before that point are kept"
+        )
 
     def start(self, seconds: float) -> None:
         self.limit = seconds
@@ -107,6 +111,20 @@ class Worker:
         self.max_llm_chars = int(config.get("max_llm_request_chars", 1_000_000))
         self.max_frame = protocol.frame_cap(self.max_llm_chars)
         self.globals = restricted.make_globals(document, self.buffer, self._llm)
+        # The cyclic collector runs the model's finalizers (a generator's `finally`) wherever
+        # it happens to trigger; it runs only while the call's clock does, so such code can
+        # never spin outside it (in the protocol loop, or while an llm() answer is awaited).
+        gc.disable()
+        sys.unraisablehook = self._on_unraisable
+
+    def _on_unraisable(self, unraisable: Any) -> None:
+        """A finalizer of the model's swallowed the call's timeout (Python cannot raise it on).
+
+        Fire again at once instead of in 0.1 s: otherwise each pending finalizer that spins
+        (a generator's `finally` run by the collector) would hold the call 0.1 s longer.
+        """
+        if self.clock.active and isinstance(unraisable.exc_value, restricted.SandboxTimeout):
+            signal.setitimer(signal.ITIMER_REAL, 0.0001, 0.1)
 
     def _llm(self, prompt: Any, text: Any = "") -> str:
         """llm(prompt, text): a request to the parent over the pipe, answered with a str."""
@@ -130,15 +148,20 @@ class Worker:
         if len(frame) > self.max_frame:
             raise restricted.LLMError("llm() request too large once encoded; pass less text")
         self.llm_calls += 1
-        # Encoding is charged; the alarm may not interrupt a half-written frame, so it is held
-        # (the timer keeps running) until the write is done.
-        active, self.clock.active = self.clock.active, False
+        # Encoding is charged; the alarm may not interrupt a half-written frame nor the wait for
+        # the answer, so it is held (the timer keeps running until the wait) until the answer is
+        # in: a timeout raised between the two would leave the answer unread in the pipe.
+        active = self.clock.active
+        gc.disable()  # first: the collector runs only while the clock may interrupt it
+        self.clock.active = False
         try:
             self.channel.write(frame)
+            del frame
+            return self._llm_reply()
         finally:
             self.clock.active = active
-        del frame
-        return self._llm_reply()
+            if active:
+                gc.enable()
 
     def _llm_reply(self) -> str:
         remaining = self.clock.pause()  # only the wait for the parent's answer is excluded
@@ -203,13 +226,25 @@ class Worker:
 
     def _execute(self, compiled: restricted.Compiled, timeout: float) -> tuple[str | None, bool]:
         self.clock.start(timeout)
+        error, timed_out = None, False
         try:
-            return self._execute_clocked(compiled), False
-        except restricted.SandboxTimeout as exc:
-            return str(exc), True
-        finally:
-            self.clock.active = False
-            self.clock.stop()
+            error = self._execute_clocked(compiled)
+        except restricted.SandboxTimeout:
+            timed_out = True  # no call here: a further alarm cannot fire before the loop below
+        # Until the clock is off, alarms keep firing (at once after a finalizer swallowed one);
+        # each is caught here, never raised out of the call. The collector stops first: it runs
+        # model finalizers, which must never run unclocked.
+        while True:
+            try:
+                gc.disable()
+                self.clock.active = False
+                break
+            except restricted.SandboxTimeout:
+                continue  # the cell's outcome is already known
+        self.clock.stop()
+        if timed_out:
+            error = self.clock.message()
+        return error, timed_out
 
     def _execute_clocked(self, compiled: restricted.Compiled) -> str | None:
         """Run the cell; describe what it raised while the clock still runs.
@@ -219,6 +254,7 @@ class Worker:
         """
         g = self.globals
         self.clock.active = True
+        gc.enable()
         try:
             exec(compiled.body, g)
             if compiled.tail is not None:
