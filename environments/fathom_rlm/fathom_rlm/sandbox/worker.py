@@ -403,8 +403,10 @@ def _reap() -> None:
             return
         if pid == 0:
             return
-        for token in [t for t, p in _LIVE.items() if p == pid]:
-            del _LIVE[token]
+        # A SIGCHLD can arrive while this handler runs and reap re-entrantly: snapshot the dict
+        # in one C call (no bytecode boundary inside) and tolerate tokens already removed.
+        for token in [t for t, p in list(_LIVE.items()) if p == pid]:
+            _LIVE.pop(token, None)
 
 
 def _kill_worker(token: Any) -> None:
