@@ -62,10 +62,12 @@ async def _drive(env: Any, prompt: list[dict[str, Any]], max_rounds: int) -> lis
     return completion
 
 
-def _rewards(loaded: Any, env: Any, completion: list[dict[str, Any]]) -> dict[str, float]:
+def _rewards(
+    loaded: Any, env: Any, completion: list[dict[str, Any]], prompt: list[Any] | None = None
+) -> dict[str, float]:
     return {
         key: fn(
-            prompts=[[]],
+            prompts=[prompt or []],
             completions=[completion],
             environments=[env],
             completion_ids=[[0] * 50],
@@ -91,7 +93,7 @@ def test_a_reference_rollout_scores_as_the_core_scores_it(kit: Any, policy_url: 
         assert f"{len(load_document(task)):,} characters" in prompt[0]["content"]
         rounds = loaded.trainer_defaults["max_tool_calling_iterations"]
         completion = asyncio.run(_drive(env, prompt, rounds))
-        got = _rewards(loaded, env, completion)
+        got = _rewards(loaded, env, completion, prompt)
         expected = kit.replay_scores(task, POLICY)
         for key in ("format_gate", "correctness", "recursion_efficiency"):
             assert got[key] == expected[key], key

@@ -185,7 +185,9 @@ class FathomTRLEnv:
         """
         return await self._call("llm", {"prompt": prompt, "slice": slice})
 
-    def _score(self, completion: Any, completion_tokens: int | None) -> dict[str, float]:
+    def _score(
+        self, completion: Any, completion_tokens: int | None, prompt: Any = None
+    ) -> dict[str, float]:
         """The core's scores of the finished rollout (computed once, on the first request)."""
         if self._scores is None:
             if self._tools is None or self._row is None:
@@ -195,6 +197,16 @@ class FathomTRLEnv:
             record.turns = turns
             if completion_tokens is not None:
                 record.root_completion_tokens = completion_tokens
+            if isinstance(prompt, list) and not isinstance(completion, str):
+                # As the core does, charge every root call its whole request: the prompt plus
+                # the transcript so far, re-read on every turn (TRL reports no prompt usage).
+                messages = [m for m in completion or () if isinstance(m, Mapping)]
+                for t, m in enumerate(messages):
+                    if m.get("role") == "assistant":
+                        request = [*prompt, *messages[:t]]
+                        reply = ChatReply(dict(m), None)
+                        tokens, _ = self._tools._tokens(request, self._tools.schemas, reply)
+                        record.root_prompt_tokens += tokens
             record = self._tools.finish(final, "answer" if final is not None else "max_turns")
             self._scores = score_rollout(record, self._row, reward_config(self._args))
             self._release(keep_scores=True)
@@ -247,7 +259,11 @@ def _score_function(key: str) -> RewardFunc:
     ) -> list[float]:
         tokens = [len(ids) for ids in completion_ids] if completion_ids is not None else None
         return [
-            env._score(completion, tokens[i] if tokens is not None else None)[key]
+            env._score(
+                completion,
+                tokens[i] if tokens is not None else None,
+                prompts[i] if i < len(prompts) else None,
+            )[key]
             for i, (env, completion) in enumerate(zip(environments, completions, strict=True))
         ]
 
