@@ -172,8 +172,9 @@ def token_budget(tokens: float, oracle: float, k: float = 3.0) -> float:
 def recursion_efficiency(depth_used: int, required_depth: int) -> float:
     """Depth used over depth required, capped at 1, falling by 1/2 per level beyond it.
 
-    `depth_used` counts only levels whose sub-call read text (`RolloutRecord.depth_used`), so
-    fanning out to sub-agents that never read earns nothing. A depth-0 task is fully met at 0.
+    `depth_used` counts only levels whose sub-call read a supporting sentence (`reading_depth`),
+    so fanning out to sub-agents that never read, or that read a few characters of anything,
+    earns nothing. A depth-0 task is fully met at 0.
     """
     used, required = max(0, depth_used), max(0, required_depth)
     if used <= required:
@@ -251,6 +252,29 @@ def evidence_recall(record: RolloutRecord, spans: Sequence[Sequence[int]], docum
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
+def _support_pieces(spans: Sequence[Sequence[int]], document: str) -> list[str]:
+    """The sentences (20+ characters) of the supporting spans."""
+    pieces = (p.strip() for s, e in spans for p in _SENTENCE_END.split(document[int(s) : int(e)]))
+    return [p for p in pieces if len(p) >= 20]
+
+
+def reading_depth(record: RolloutRecord, spans: Sequence[Sequence[int]], document: str) -> int:
+    """Deepest level at which a sub-call read a supporting sentence of its own text (the depth
+    the recursion term credits). A level whose sub-call read only other text (60 characters of
+    chapter 1 handed down to count as a level) earns nothing. Without spans (nothing to
+    support), every level that read text counts (`RolloutRecord.depth_used`)."""
+    pieces = _support_pieces(spans, document)
+    if not pieces:
+        return record.depth_used
+    depth = 0
+    for sub in record.sub_calls:
+        if sub.depth > depth and sub.read_chars > 0:
+            read = "\x00".join(sub.read_texts)
+            if any(p in read for p in pieces):
+                depth = sub.depth
+    return depth
+
+
 def evidence_seen(record: RolloutRecord, spans: Sequence[Sequence[int]], document: str) -> bool:
     """Whether any supporting span was at least partly shown: a shown range covering half of it,
     or one of its sentences (20+ characters) verbatim in a shown text. Lenient on purpose: it
@@ -305,7 +329,7 @@ def score_rollout(
     oracle = oracle_tokens(task_row, cfg)
     budget = token_budget(record.budget_tokens, oracle, cfg.budget_k)
     required = int(task_row.get("depth", 0))
-    efficiency = recursion_efficiency(record.depth_used, required)
+    efficiency = recursion_efficiency(reading_depth(record, spans, document or ""), required)
     gate = fmt * correct
     shown_answer = answer if answer is not None else " ".join(answer_blocks(record.final_message))
     scores = {

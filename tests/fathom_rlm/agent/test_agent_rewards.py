@@ -188,7 +188,10 @@ def test_score_rollout_names_and_values() -> None:
     )
     # A depth-2 reader read its slice; the depth-1 agent above it only handed it on.
     record.sub_calls.append(SubCallRecord(1, "rlm", "tool", "range", 40, 20))
-    record.sub_calls.append(SubCallRecord(2, "plain", "repl", "repl", 40, 20, read_chars=40))
+    read = "Dyjirn Shoudo taught him." + "y" * 15
+    record.sub_calls.append(
+        SubCallRecord(2, "plain", "repl", "repl", 40, 20, read_chars=40, read_texts=[read])
+    )
     record.show_range(90, 200)
     scores = score_rollout(record, _row(spans=[[100, 125]]), document=document)
     assert tuple(scores) == SCORE_NAMES
@@ -235,3 +238,21 @@ def test_depth_counts_only_levels_that_read() -> None:
     assert record.depth_used == 1
     restored = RolloutRecord.from_dict(record.to_dict())
     assert restored.depth_used == 1 and restored.depth_reached == 2
+
+
+def test_recursion_credits_only_levels_that_read_support() -> None:
+    """A level whose sub-call read text, but no supporting sentence, earns no recursion credit;
+    the same record with the supporting sentence among what it read earns full credit."""
+    document = "x" * 100 + "Dyjirn Shoudo taught him." + "y" * 100
+    row = _row(spans=[[100, 125]])
+    for read, expected in (("y" * 60, 0.0), (document[90:140], 1.0)):
+        record = RolloutRecord(
+            touched_document=True, final_message="<answer>Dyjirn Shoudo</answer>"
+        )
+        record.sub_calls.append(
+            SubCallRecord(1, "rlm", "tool", "range", 60, 20, read_chars=60, read_texts=[read])
+        )
+        record.show_range(90, 200)
+        scores = score_rollout(record, {**row, "depth": 1}, document=document)
+        assert scores["depth_used"] == 1.0
+        assert scores["recursion_efficiency"] == expected, read

@@ -187,3 +187,18 @@ def test_code_only_adversary_fails_where_reading_is_needed(
     assert by_family
     for family, values in by_family.items():
         assert statistics.fmean(values) <= 0.30, (family, values)
+
+
+def test_depth_padding_earns_no_recursion_credit(tasks: list[dict[str, Any]]) -> None:
+    """Depth gaming: the depth-0 reference answers, after handing 60 characters of chapter 1 to
+    a sub-agent that prints them. The sub-call read text at depth 1 (`depth_used` says so), but
+    no supporting sentence, so the recursion term credits nothing; the honest depth-1 reference
+    on the same tasks gets full credit."""
+    padded = run_policy("fathom-depth-padding", tasks)
+    solved = [r for r in padded if r[0]["depth"] >= 1 and r[2]["correctness"] == 1.0]
+    assert len(solved) >= 8
+    for _row, record, scores, _ in solved:
+        assert record.depth_used == 1 and record.llm_calls == 1
+        assert scores["recursion_efficiency"] == 0.0
+    honest = run_policy("fathom-reference", tasks)
+    assert all(r[2]["recursion_efficiency"] == 1.0 for r in honest if r[2]["correctness"] == 1.0)

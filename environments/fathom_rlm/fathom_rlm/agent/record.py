@@ -41,6 +41,9 @@ class SubCallRecord:
     """Characters of its own text that entered its context: the whole slice for a plain reader;
     for an agent, the lines of its tool outputs that are verbatim pieces of its text, counted
     once it read them. 0 means it never read its text (its depth level does not count)."""
+    read_texts: list[str] = field(default_factory=list)
+    """The pieces of its own text that entered its context (what `read_chars` counts): the
+    reward credits the level only if they hold a supporting sentence."""
 
 
 @dataclass

@@ -100,6 +100,7 @@ class _Context:
             lines = _own_text_lines(output, self.document)
             if lines:
                 self.sub.read_chars += sum(len(line) for line in lines)
+                self.sub.read_texts.extend(lines)
                 if self.root_offset is not None or _own_text_lines(output, root_document):
                     record.touched_document = True
 
@@ -365,6 +366,7 @@ class RolloutTools:
         if kind == "plain":
             # The slice is in the reader's prompt: it is read, whatever the reader answers.
             sub.read_chars = len(text)
+            sub.read_texts.append(text)
             if root_range is not None or _own_text_lines(text, self._root.document):
                 record.touched_document = True
             if root_range is not None:

@@ -346,3 +346,51 @@ class Blind:
             if name and f" {normalize_answer(name)} " not in asked:
                 return ChatResult(_answer(name))
         return ChatResult(_answer(GIVE_UP))
+
+
+_PAD_PROMPT = "Reply with the word ok."
+
+
+class DepthPadding(FathomReference):
+    """Depth gaming: the depth-0 reference does all the work through REPL output, then, before
+    answering, hands 60 characters of chapter 1 to a sub-agent that prints them, so that a
+    sub-call "read text" at depth 1 and the recursion term would count the level."""
+
+    name = "fathom-depth-padding"
+    depth_cap = 0
+
+    async def respond(self, messages: list[dict[str, Any]], tools: Any) -> ChatResult:
+        view = _View.of(messages)
+        if not view.system.startswith(prompts.ROOT_ROLE):
+            # The padding sub-agent prints its 60 characters (so it "read text"), then says ok.
+            if tools and not view.calls:
+                return ChatResult(_message(calls=[("repl", {"code": "print(doc)"})]))
+            return ChatResult(_answer("ok"))
+        padded = any(c.name == "llm" for c in view.calls)
+        honest = messages if not padded else _without_llm_calls(messages)
+        result = await super().respond(honest, tools)
+        offered = {t["function"]["name"] for t in tools or ()}
+        answering = "<answer>" in str(result.message.get("content") or "")
+        if answering and not padded and "llm" in offered:
+            pad = ("llm", {"prompt": _PAD_PROMPT, "slice": "200:260"})
+            return ChatResult(_message(calls=[pad]))
+        return result
+
+
+def _without_llm_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The transcript without the padding call and its result, as the honest root saw it."""
+    ids = {
+        c.get("id")
+        for m in messages
+        for c in m.get("tool_calls") or ()
+        if (c.get("function") or {}).get("name") == "llm"
+    }
+    out = []
+    for m in messages:
+        if m["role"] == "tool" and m.get("tool_call_id") in ids:
+            continue
+        calls = [c for c in m.get("tool_calls") or () if c.get("id") not in ids]
+        if m.get("tool_calls") and not calls and not m.get("content"):
+            continue
+        out.append({**m, "tool_calls": calls} if m.get("tool_calls") else m)
+    return out
