@@ -146,26 +146,25 @@ def test_an_answer_names_only_what_its_conversation_was_shown() -> None:
 
 
 def test_rollouts_that_answer_what_they_never_saw_are_left_out() -> None:
-    """The scripted reader answers from the world state once it has read the evidence, so now and
-    then it names a full name where its text only says "Mistress X": not training data."""
-    rows = build_split("train", 8, doc_tokens=DOC_TOKENS)
+    """A rollout whose closing answer names what its text never showed is not training data,
+    whatever its reward. Real rollouts, with one sub-call's answer swapped for a name no
+    message of that conversation holds (the honest reference itself answers from its text)."""
+    rows = build_split("train", 4, doc_tokens=DOC_TOKENS)
     chat = sft_export.policy_chat(get_policy("fathom-reference"))
     rollouts = asyncio.run(sft_export.export_rollouts(rows, chat))
-    ungrounded = [r for r in rollouts if r.ungrounded]
-    assert ungrounded, "these eight tasks include one the reader answers beyond its text"
-    for rollout in ungrounded:
-        assert rollout.reward >= 0.5  # the reward threshold alone would have kept it
-        for claim in rollout.ungrounded:
-            first_name = claim.split()[0]
-            assert not any(
-                first_name in (m.get("content") or "")
-                for c in rollout.conversations
-                if claim in sft_export.ungrounded_claims(c)
-                for m in c.messages
-                if m["role"] in ("user", "tool")
-            )
+    assert all(not r.ungrounded for r in rollouts)  # the reference answers only what it read
+    target = next(
+        i
+        for i, r in enumerate(rollouts)
+        if r.reward >= 0.5 and any(c.role == "sub" for c in r.conversations)
+    )
+    sub = next(c for c in rollouts[target].conversations if c.role == "sub")
+    invented = "Zyxqor Vantablik"
+    sub.messages[-1] = {"role": "assistant", "content": f"<answer>{invented}</answer>"}
+    assert rollouts[target].ungrounded == [invented]
     kept = sft_export.select_rows(rollouts, 0.5, "trl", roles=("root",))
     kept_tasks = [json.loads(r["metadata"])["task"] for r in kept]
+    assert target not in kept_tasks  # the reward threshold alone would have kept it
     assert kept_tasks == [i for i, r in enumerate(rollouts) if r.reward >= 0.5 and not r.ungrounded]
 
 
