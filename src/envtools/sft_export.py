@@ -48,7 +48,7 @@ from fathom_rlm.rewards import REWARD_NAME, RewardConfig, score_rollout
 
 from envtools.evaluate import registered_tasks
 from envtools.policies.base import Policy
-from envtools.policies.fathom import parse_sub_answer
+from envtools.policies.fathom.protocol import parse_sub_answer
 from envtools.policies.registry import get_policy
 
 Format = Literal["prime-rl", "trl"]
@@ -137,7 +137,7 @@ def ungrounded_claims(conversation: Conversation) -> list[str]:
     closing = conversation.messages[-1].get("content") or ""
     tagged = _ANSWER_TAG.search(closing)
     answer = parse_sub_answer(tagged.group(1) if tagged else closing)
-    claims = [c for c in (answer.final, answer.next_name, *answer.quotes) if c]
+    claims = [c for c in (answer.final, *answer.next_names, *answer.quotes) if c]
     shown = " ".join(
         str(m.get("content") or "") for m in conversation.messages if m.get("role") in SHOWN
     )
