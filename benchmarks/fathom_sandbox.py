@@ -38,6 +38,8 @@ from fathom_rlm.sandbox import (
 )
 from fathom_rlm.sandbox import restricted as restricted_layer
 
+from envtools.soak import memory_kb
+
 SLICE = "doc[1000:2000]"
 REGEX = "re_findall(r'velmora', doc)"
 PLAIN_REGEX = "re.findall(r'velmora', doc)"
@@ -132,21 +134,6 @@ def bench_fresh_process(doc: str, calls: int) -> dict[str, float]:
         }
     finally:
         os.unlink(path)
-
-
-def memory_kb(pid: int) -> tuple[int, int]:
-    """(RSS, PSS) in kB from smaps_rollup; (0, 0) when not readable."""
-    rss = pss = 0
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Rss:"):
-                    rss = int(line.split()[1])
-                elif line.startswith("Pss:"):
-                    pss = int(line.split()[1])
-    except OSError:
-        pass
-    return rss, pss
 
 
 async def bench_sandbox(doc: str, sessions: int, calls: int) -> dict[str, float]:

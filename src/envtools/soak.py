@@ -64,7 +64,7 @@ def descendants(root: int | None = None, *, zombies: bool = False) -> list[int]:
     return found
 
 
-def _memory_kb(pid: int) -> tuple[int, int]:
+def memory_kb(pid: int) -> tuple[int, int]:
     """(RSS, PSS) in kB of one process; (0, 0) if it is gone or unreadable."""
     rss = pss = 0
     try:
@@ -96,7 +96,7 @@ class MemorySampler:
         pids = [os.getpid(), *(p for p in descendants() if p not in skip)]
         rss = pss = 0
         for pid in pids:
-            r, p = _memory_kb(pid)
+            r, p = memory_kb(pid)
             rss, pss = rss + r, pss + p
         self.peak_rss_kb = max(self.peak_rss_kb, rss)
         self.peak_pss_kb = max(self.peak_pss_kb, pss)

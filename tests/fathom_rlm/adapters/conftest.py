@@ -153,6 +153,81 @@ def replay_scores(row: dict[str, Any], policy: str, **arguments: Any) -> dict[st
     return score(record, row, args)
 
 
+def check_clean(run: CliRun) -> None:
+    """The CLI succeeded and left no process running and nothing in its TMPDIR."""
+    assert run.returncode == 0, f"CLI failed:\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
+    assert run.left_running == [], f"processes left running: {run.left_running}"
+    assert run.leftover_tmp == [], f"temp files left behind: {run.leftover_tmp}"
+
+
+def check_scores(
+    results: list[tuple[dict[str, Any], dict[str, float]]],
+    rows: list[dict[str, Any]],
+    policy: str,
+    rollouts: int,
+) -> None:
+    """Every row was run `rollouts` times and every score equals the core's own run of it."""
+    from fathom_rlm.rewards import REWARD_NAME, SCORE_NAMES
+
+    assert len(results) == len(rows) * rollouts
+    assert {row["question"] for row, _ in results} == {row["question"] for row in rows}
+    expected: dict[str, dict[str, float]] = {}
+    for row, scores in results:
+        assert set(SCORE_NAMES) <= set(scores), f"missing: {set(SCORE_NAMES) - set(scores)}"
+        if row["question"] not in expected:
+            expected[row["question"]] = replay_scores(row, policy)
+        for name in SCORE_NAMES:
+            assert scores[name] == pytest.approx(expected[row["question"]][name]), (
+                name,
+                row["question"],
+            )
+    # The honest reference policy must actually be rewarded, or the comparison proves little.
+    assert any(scores[REWARD_NAME] > 0.5 for _, scores in results), "nothing was rewarded"
+
+
+def v1_eval_argv(
+    cli: Path, policy_url: str, policy: str, rows: int, rollouts: int, out_dir: Path
+) -> list[str]:
+    """A v1 `eval` / `vf-eval` command over the first `rows` eval rows at the test length."""
+    return [
+        str(cli),
+        "fathom-rlm",
+        "-m",
+        policy,
+        "--client.base-url",
+        policy_url,
+        "--client.api-key-var",
+        API_KEY_VAR,
+        "-n",
+        str(rows),
+        "-r",
+        str(rollouts),
+        "--env.taskset.doc-tokens",
+        str(DOC_TOKENS),
+        "--env.taskset.num-examples",
+        str(rows),
+        "--no-rich",
+        "--no-push",
+        "-o",
+        str(out_dir),
+    ]
+
+
+def v1_traces(out_dir: Path) -> list[tuple[dict[str, Any], dict[str, float]]]:
+    """(trace, scores) of every episode of the one v1 run under `out_dir`; every episode ok."""
+    files = list(out_dir.rglob("traces.jsonl"))
+    assert len(files) == 1, files
+    traces = []
+    for line in files[0].read_text().splitlines():
+        episode = json.loads(line)
+        assert episode["ok"], episode["errors"]
+        (trace,) = episode["traces"]
+        scores = {name: reward["score"] for name, reward in trace["rewards"].items()}
+        scores.update(trace["metrics"])
+        traces.append((trace, scores))
+    return traces
+
+
 class AdapterKit:
     """What the adapter tests need, handed out by the `kit` fixture."""
 
@@ -160,6 +235,10 @@ class AdapterKit:
     api_key_var = API_KEY_VAR
     run_cli = staticmethod(run_cli)
     replay_scores = staticmethod(replay_scores)
+    check_clean = staticmethod(check_clean)
+    check_scores = staticmethod(check_scores)
+    v1_eval_argv = staticmethod(v1_eval_argv)
+    v1_traces = staticmethod(v1_traces)
 
 
 @pytest.fixture

@@ -12,37 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fathom_rlm.rewards import REWARD_NAME, SCORE_NAMES
+from fathom_rlm.rewards import REWARD_NAME
 
 POLICY = "fathom-reference"
 NUM_EXAMPLES = 3
 ROLLOUTS = 2
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
-
-
-def _check_clean(run: Any) -> None:
-    assert run.returncode == 0, f"CLI failed:\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
-    assert run.left_running == [], f"processes left running: {run.left_running}"
-    assert run.leftover_tmp == [], f"temp files left behind: {run.leftover_tmp}"
-
-
-def _check_scores(
-    kit: Any, results: list[tuple[dict[str, Any], dict[str, float]]], rows: list[dict]
-) -> None:
-    assert len(results) == NUM_EXAMPLES * ROLLOUTS
-    by_question = {row["question"]: row for row in rows}
-    expected: dict[str, dict[str, float]] = {}
-    for row, scores in results:
-        assert row["question"] in by_question, "a result for a row the split does not have"
-        assert set(SCORE_NAMES) <= set(scores), f"missing: {set(SCORE_NAMES) - set(scores)}"
-        if row["question"] not in expected:
-            expected[row["question"]] = kit.replay_scores(row, POLICY)
-        want = expected[row["question"]]
-        for name in SCORE_NAMES:
-            assert scores[name] == pytest.approx(want[name]), (name, row["question"])
-    # The honest reference policy must actually be rewarded, or the comparison proves little.
-    assert any(scores[REWARD_NAME] > 0.5 for _, scores in results)
 
 
 def _legacy_results(out_dir: Path) -> list[tuple[dict[str, Any], dict[str, float]]]:
@@ -58,16 +34,9 @@ def _legacy_results(out_dir: Path) -> list[tuple[dict[str, Any], dict[str, float
     return results
 
 
-def _v1_results(out_dir: Path) -> list[tuple[dict[str, Any], dict[str, float]]]:
-    files = list(out_dir.rglob("traces.jsonl"))
-    assert len(files) == 1, files
+def _v1_results(out_dir: Path, kit: Any) -> list[tuple[dict[str, Any], dict[str, float]]]:
     results = []
-    for line in files[0].read_text().splitlines():
-        episode = json.loads(line)
-        assert episode["ok"], episode["errors"]
-        (trace,) = episode["traces"]
-        scores = {name: reward["score"] for name, reward in trace["rewards"].items()}
-        scores.update(trace["metrics"])
+    for trace, scores in kit.v1_traces(out_dir):
         assert trace["rewards"][REWARD_NAME]["weight"] == 1.0
         # Sub-calls went through the interception too: more calls than root turns.
         assert len(trace["calls"]) >= scores["turns"]
@@ -112,8 +81,8 @@ def test_legacy_vf_eval(
         ],
         tmp_path,
     )
-    _check_clean(run)
-    _check_scores(kit, _legacy_results(out_dir), eval_rows)
+    kit.check_clean(run)
+    kit.check_scores(_legacy_results(out_dir), eval_rows, POLICY, ROLLOUTS)
 
 
 @pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
@@ -129,30 +98,9 @@ def test_v1_eval(
     # 0.3.1 ships the v1 CLI as `eval` (its `vf-eval` is the legacy one); 0.4.0 as `vf-eval`.
     cli = "eval" if verifiers_version == "0.3.1" else "vf-eval"
     out_dir = tmp_path / "out"
-    run = kit.run_cli(
-        [
-            str(python.parent / cli),
-            "fathom-rlm",
-            "-m",
-            POLICY,
-            "--client.base-url",
-            policy_url,
-            "--client.api-key-var",
-            kit.api_key_var,
-            "-n",
-            str(NUM_EXAMPLES),
-            "-r",
-            str(ROLLOUTS),
-            "--env.taskset.doc-tokens",
-            str(kit.doc_tokens),
-            "--env.taskset.num-examples",
-            str(NUM_EXAMPLES),
-            "--no-rich",
-            "--no-push",
-            "-o",
-            str(out_dir),
-        ],
-        tmp_path,
+    argv = kit.v1_eval_argv(
+        python.parent / cli, policy_url, POLICY, NUM_EXAMPLES, ROLLOUTS, out_dir
     )
-    _check_clean(run)
-    _check_scores(kit, _v1_results(out_dir), eval_rows)
+    run = kit.run_cli(argv, tmp_path)
+    kit.check_clean(run)
+    kit.check_scores(_v1_results(out_dir, kit), eval_rows, POLICY, ROLLOUTS)

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fathom_rlm.rewards import REWARD_NAME, SCORE_NAMES
 
 REPO = Path(__file__).resolve().parents[3]
 DRIVER = REPO / "benchmarks" / "serving_pool.py"
@@ -29,25 +28,6 @@ ROLLOUTS = 2
 WORKERS = 4
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
-
-
-def _check_clean(run: Any) -> None:
-    assert run.returncode == 0, f"failed:\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
-    assert run.left_running == [], f"processes left running: {run.left_running}"
-    assert run.leftover_tmp == [], f"temp files left behind: {run.leftover_tmp}"
-
-
-def _check_scores(kit: Any, results: list[tuple[dict, dict[str, float]]], rows: list[dict]) -> None:
-    assert len(results) == NUM_EXAMPLES * ROLLOUTS
-    assert {row["question"] for row, _ in results} == {row["question"] for row in rows}
-    expected: dict[str, dict[str, float]] = {}
-    for row, scores in results:
-        assert set(SCORE_NAMES) <= set(scores), f"missing: {set(SCORE_NAMES) - set(scores)}"
-        if row["question"] not in expected:
-            expected[row["question"]] = kit.replay_scores(row, POLICY)
-        for name in SCORE_NAMES:
-            assert scores[name] == pytest.approx(expected[row["question"]][name]), name
-    assert any(scores[REWARD_NAME] > 0.5 for _, scores in results), "nothing was rewarded"
 
 
 def _driver(matrix: Any, kit: Any, policy_url: str, tmp_path: Path, *extra: str) -> Any:
@@ -82,18 +62,18 @@ def test_env_server_pool_client_matches_in_process(
     matrix: Any, kit: Any, policy_url: str, eval_rows: list[dict], tmp_path: Path
 ) -> None:
     run = _driver(matrix, kit, policy_url, tmp_path)
-    _check_clean(run)
+    kit.check_clean(run)
     (served,) = json.loads((tmp_path / "runs.json").read_text())
     assert served["workers"] == WORKERS and served["exitcode"] == 0
     results = [(r["data"]["row"], r["scores"]) for r in served["results"]]
-    _check_scores(kit, results, eval_rows)
+    kit.check_scores(results, eval_rows, POLICY, ROLLOUTS)
 
 
 def test_env_server_worker_killed_mid_rollout_leaves_nothing(
     matrix: Any, kit: Any, policy_url: str, tmp_path: Path
 ) -> None:
     run = _driver(matrix, kit, policy_url, tmp_path, "--kill-worker")
-    _check_clean(run)
+    kit.check_clean(run)
     (served,) = json.loads((tmp_path / "runs.json").read_text())
     killed = served["killed"]
     # The killed worker owned a fork server with at least one live sandbox, a janitor and a
@@ -108,46 +88,14 @@ def test_server_backed_eval_pool_matches_in_process(
 ) -> None:
     python = matrix.python("0.3.1")
     out_dir = tmp_path / "out"
-    run = kit.run_cli(
-        [
-            str(python.parent / "eval"),
-            "fathom-rlm",
-            "-m",
-            POLICY,
-            "--client.base-url",
-            policy_url,
-            "--client.api-key-var",
-            kit.api_key_var,
-            "-n",
-            str(NUM_EXAMPLES),
-            "-r",
-            str(ROLLOUTS),
-            "--env.taskset.doc-tokens",
-            str(kit.doc_tokens),
-            "--env.taskset.num-examples",
-            str(NUM_EXAMPLES),
-            "--serve.pool.type",
-            "static",
-            "--serve.pool.num-workers",
-            str(WORKERS),
-            "--no-rich",
-            "--no-push",
-            "-o",
-            str(out_dir),
-        ],
-        tmp_path,
+    argv = kit.v1_eval_argv(
+        python.parent / "eval", policy_url, POLICY, NUM_EXAMPLES, ROLLOUTS, out_dir
     )
-    _check_clean(run)
-    (traces,) = list(out_dir.rglob("traces.jsonl"))
-    results = []
-    for line in traces.read_text().splitlines():
-        episode = json.loads(line)
-        assert episode["ok"], episode["errors"]
-        (trace,) = episode["traces"]
-        scores = {name: reward["score"] for name, reward in trace["rewards"].items()}
-        scores.update(trace["metrics"])
-        results.append((trace["task"]["data"]["row"], scores))
-    _check_scores(kit, results, eval_rows)
+    pool = ["--serve.pool.type", "static", "--serve.pool.num-workers", str(WORKERS)]
+    run = kit.run_cli([*argv, *pool], tmp_path)
+    kit.check_clean(run)
+    results = [(trace["task"]["data"]["row"], scores) for trace, scores in kit.v1_traces(out_dir)]
+    kit.check_scores(results, eval_rows, POLICY, ROLLOUTS)
     # The eval really went through a pool of 4 (its workers log as they come up).
     logs = "\n".join(p.read_text() for p in out_dir.rglob("*.log"))
     assert f"workers={WORKERS}/{WORKERS}" in logs or "EnvServerPool up" in logs, logs[-2000:]

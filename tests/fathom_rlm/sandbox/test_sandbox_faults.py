@@ -15,6 +15,7 @@ import os
 import signal
 import struct
 import threading
+from typing import Any
 
 import pytest
 from fathom_rlm.sandbox import SandboxConfig, SandboxSession
@@ -157,21 +158,28 @@ PATHOLOGICAL = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("code", "output", "error"),
-    [case[1:] for case in PATHOLOGICAL],
-    ids=[case[0] for case in PATHOLOGICAL],
-)
-def test_pathological_code_keeps_the_repl_state(code: str, output: str | None, error) -> None:
+def _run_between_state_checks(code: str, config: SandboxConfig, llm: Any = None) -> tuple:
+    """Set `kept = 41`, run `code`, then print `kept + 1` in the same session: (result of
+    `code`, result of the print, worker pid before, worker pid after)."""
+
     async def scenario():
-        async with await SandboxSession.start(DOC, config=CONFIG, llm=_echo_llm) as session:
+        async with await SandboxSession.start(DOC, config=config, llm=llm) as session:
             await session.run("kept = 41")
             pid = session.pid
             result = await session.run(code)
             after = await session.run("print(kept + 1)")
             return result, after, pid, session.pid
 
-    result, after, pid_before, pid_after = asyncio.run(scenario())
+    return asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("code", "output", "error"),
+    [case[1:] for case in PATHOLOGICAL],
+    ids=[case[0] for case in PATHOLOGICAL],
+)
+def test_pathological_code_keeps_the_repl_state(code: str, output: str | None, error) -> None:
+    result, after, pid_before, pid_after = _run_between_state_checks(code, CONFIG, _echo_llm)
     assert pid_after == pid_before, f"the worker was replaced: {result.error}"
     assert after.output == "42\n" and not after.worker_restarted
     if output is not None:
@@ -203,15 +211,7 @@ SWALLOW_CONFIG = SandboxConfig(call_timeout_s=0.5, kill_grace_s=30.0)
 
 @pytest.mark.parametrize("code", [case[1] for case in SWALLOWING], ids=[c[0] for c in SWALLOWING])
 def test_a_loop_around_a_handler_cannot_swallow_the_timeout(code: str) -> None:
-    async def scenario():
-        async with await SandboxSession.start(DOC, config=SWALLOW_CONFIG) as session:
-            await session.run("kept = 41")
-            pid = session.pid
-            result = await session.run(code)
-            after = await session.run("print(kept + 1)")
-            return result, after, pid, session.pid
-
-    result, after, pid_before, pid_after = asyncio.run(scenario())
+    result, after, pid_before, pid_after = _run_between_state_checks(code, SWALLOW_CONFIG)
     # The kill grace is far longer than any scheduling delay: only the worker's own interrupt
     # can end the call while the worker lives on.
     assert pid_after == pid_before, result.error
