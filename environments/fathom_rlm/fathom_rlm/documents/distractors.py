@@ -132,9 +132,10 @@ class DistractorMaker:
             return None
         fields, value, detail, refs = drawn
         slot = RELATION_SLOTS[relation][0]
-        ref = r.person_ref(sid, vp.subject_first) if slot == "S" else None
-        if ref is None:
-            ref = r.thing_ref(slot, sid, vp.subject_first)
+        # Named (or aliased), never a pronoun: the statement itself then names its subject, so
+        # a reader who finds it by the name reads the retraction right after it too (a pronoun's
+        # antecedent sentence would be the hit, two sentences before the retraction).
+        ref = r.person_ref(sid, False) if slot == "S" else r.thing_ref(slot, sid, False)
         fields[slot] = ref.text
         frame, _ = r.frame()
         sentence, _ = r.compose(vp, "PAST", fields, frame)
