@@ -23,6 +23,7 @@ from fathom_rlm.documents.grammar_tables import (
     ASIDES,
     DISTRACTOR_WRAPPERS,
     FACT_FRAMES,
+    RETRACTIONS,
 )
 from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
 
@@ -67,6 +68,7 @@ def test_splits_share_no_phrase():
         ASIDES,
         *DISTRACTOR_WRAPPERS.values(),
         ALIAS_INTROS,
+        RETRACTIONS,
         *FILLER.values(),
         TITLE_PATTERNS,
     ]
@@ -168,6 +170,15 @@ def test_distractors_are_false_and_read_as_nothing(docs):
                 if d.kind == "namesake":
                     assert d.subject not in names
                     assert read == [d.fact.shifted(0)] or read == [d.fact]
+                elif d.kind == "retracted":
+                    # No cue word in the statement: read alone it is a fact; with the
+                    # retraction after it, nothing.
+                    assert _distractor_value_is_false(doc, d), d
+                    statement = d.fact.sentence
+                    upto = [f for f in read_facts(doc.text[:end]) if f.sentence == statement]
+                    assert upto == [], (d, doc.text[start:end])
+                    alone = read_facts(doc.text[: statement[1]])
+                    assert alone[-1] == d.fact, (d, doc.text[start:end])
                 else:
                     assert _distractor_value_is_false(doc, d), d
                     assert read == [], (d, doc.text[start:end])

@@ -46,7 +46,9 @@ def _expected(doc, start: int, end: int) -> set[Fact]:
 def _check_slice(doc, start: int, end: int, got: list[Fact]) -> list[Fact]:
     """Resolved facts include every annotated fact wholly inside; each unresolved one is an
     annotated fact whose sentence is inside but whose antecedent or alias introduction is not
-    (and every such fact is returned). Returns the facts the annotation does not explain."""
+    (and every such fact is returned); a retracted false statement is read only when the slice
+    ends right after it, before its retraction. Returns the facts the annotation does not
+    explain."""
     expected = _expected(doc, start, end)
     assert expected <= set(got)
     partial = {
@@ -54,9 +56,24 @@ def _check_slice(doc, start: int, end: int, got: list[Fact]) -> list[Fact]:
         for f in _readable(doc)
         if _inside(f.sentence, start, end) and not all(_inside(sp, start, end) for sp in f.spans)
     }
+    # A retracted false statement inside the slice whose retraction is not: read as a fact.
+    cut_retractions = {
+        d.fact.sentence: d
+        for d in doc.distractors
+        if d.kind == "retracted"
+        and _inside(d.fact.sentence, start, end)
+        and not _inside(d.spans[-1], start, end)
+    }
     unexplained = []
     for f in got:
         if f in expected:
+            continue
+        false = cut_retractions.get((f.sentence[0] + start, f.sentence[1] + start))
+        if false is not None and (f.relation, f.detail) == (false.relation, false.fact.detail):
+            # Its retraction was cut off: the slice ends after the statement, at most a part
+            # of the retraction sentence following it.
+            retraction = doc.text[slice(*false.spans[-1])]
+            assert (" " + retraction).startswith(doc.text[start + f.sentence[1] : end]), f
             continue
         want = partial.pop((f.sentence[0] + start, f.sentence[1] + start), None)
         if f.resolved or want is None:
@@ -149,6 +166,15 @@ HEADER = "Chapter 4: High Water\nMay 1790\n\n"
         ("In 1755 Ada Velk arrived as a newborn in Ossmere.",
          [("birth", "Ada Velk", "Ossmere", "1755", False, True)]),
         ("Ada Velk spent the morning mending a torn sail.", []),
+        # A plain statement, retracted by the next sentence of its paragraph.
+        ("In 1755 Ada Velk arrived as a newborn in Ossmere. None of it was true.", []),
+        ("In 1755 Ada Velk arrived as a newborn in Ossmere. The ledger was put right within "
+         "the week.", []),
+        # A retraction cancels only the sentence right before it, in its own paragraph.
+        ("In 1755 Ada Velk arrived as a newborn in Ossmere.\n\nNone of it was true.",
+         [("birth", "Ada Velk", "Ossmere", "1755", False, True)]),
+        ("In 1755 Ada Velk arrived as a newborn in Ossmere. Bo Tarn said little. None of it "
+         "was true.", [("birth", "Ada Velk", "Ossmere", "1755", False, True)]),
     ],
 )  # fmt: skip
 def test_reader_examples(text, expected):
@@ -156,7 +182,7 @@ def test_reader_examples(text, expected):
     fields = [(f.relation, f.subject, f.value, f.detail, f.change, f.resolved) for f in got]
     assert fields == expected
     for f in got:
-        assert f.sentence[1] == len(text)
+        assert f.sentence[1] == len(text) or text[f.sentence[1]] in " \n"
         assert f.chapter is None and f.date is None
 
 

@@ -2,9 +2,12 @@
 weights learned on `train`, no `llm`) against the `heldout` questions at 16K tokens.
 
 The bar is the same as for the code-only adversary: at most 0.30 correct on every family that
-needs reading (depth >= 1). The generator does not meet it yet (single_hop 0.53, comparison 0.49,
-multi_hop 0.31 at 16K; 0.29 / 0.33 / 0.14 at 200K), so that test is a strict xfail: it starts
-failing loudly the day a generator change makes the solver lose, and the marker must go.
+needs reading (depth >= 1). Retracted false statements (plain statements in the needles' own
+shapes, cancelled by the next sentence) bring the solver under the bar at 200K tokens (numbers in
+environments/fathom_rlm/docs/reward_audit.md), but at 16K, where chapters have little room for
+them, single_hop stays above it (0.38; `uv run python -m envtools.policies.fathom.
+keyword_solver --split heldout --doc-tokens 16000`), so the bar test is a strict xfail: it
+starts failing loudly the day the generator gets under the bar here too, and the marker must go.
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ def test_keyword_solver_is_a_real_attack(heldout_accuracy):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="generator defect: affirmative facts and hard negatives differ by cue words in the "
-    "same sentence, and a static fact's subject has few false statements of its relation",
+    reason="generator: at 16K tokens single_hop is still above the 0.30 bar (0.38); "
+    "at 200K every reading family is under it",
 )
 def test_keyword_solver_stays_below_the_bar_on_reading_families(heldout_accuracy):
     over = {f: a for f, a in heldout_accuracy.items() if f in DEPTH_ONE_FAMILIES and a > 0.30}

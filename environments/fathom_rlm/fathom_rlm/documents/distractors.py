@@ -15,7 +15,7 @@ import itertools
 from typing import TYPE_CHECKING
 
 from .filler import article, look_alike
-from .grammar import DISTRACTOR_WRAPPERS, NO_PLANNED, RELATION_SLOTS, TIMED
+from .grammar import DISTRACTOR_WRAPPERS, NO_PLANNED, RELATION_SLOTS, RETRACTIONS, TIMED
 from .world import ROLES
 
 if TYPE_CHECKING:
@@ -116,6 +116,84 @@ class DistractorMaker:
         r.with_subject(unit, subject_slot, sid, ref, sentence)
         unit.remote = remote + unit.remote
         return unit
+
+    def retracted(self, relation: str, sid: int) -> Unit | None:
+        """A plain false statement about subject ``sid`` in the relation's own shapes (no cue
+        word), followed by a retraction sentence that cancels it; None when no false value
+        was drawn."""
+        r, Unit = self.r, self.unit_class
+        vp = r.pick(r.grammar.phrases(relation))
+        drawn = None
+        for _ in range(3):
+            drawn = self.false_of(relation, sid)
+            if drawn is not None:
+                break
+        if drawn is None:
+            return None
+        fields, value, detail, refs = drawn
+        slot = RELATION_SLOTS[relation][0]
+        # Named (or aliased), never a pronoun: the statement itself then names its subject, so
+        # a reader who finds it by the name reads the retraction right after it too (a pronoun's
+        # antecedent sentence would be the hit, two sentences before the retraction).
+        ref = r.person_ref(sid, False) if slot == "S" else r.thing_ref(slot, sid, False)
+        fields[slot] = ref.text
+        frame, _ = r.frame()
+        sentence, _ = r.compose(vp, "PAST", fields, frame)
+        retraction = r.pick(r.grammar.retractions)
+        unit = Unit("", "retracted", relation, "", value, detail)
+        r.with_subject(unit, slot, sid, ref, sentence)
+        for other in refs:
+            unit.remote.extend(other.remote)
+        unit.local.append((len(unit.text) + 1, len(unit.text) + 1 + len(retraction)))
+        unit.text += " " + retraction
+        unit.shape = f"{relation}/{vp.tag}/retracted{RETRACTIONS.index(retraction)}"
+        return unit
+
+    def false_of(self, relation: str, sid: int):
+        """(slot fields, value, detail, person refs) of a one-off relation, false for subject
+        ``sid``; years are spread far either side of the true one, so a false year reorders
+        comparisons. None when the draw hit a true value."""
+        r, w = self.r, self.r.w
+        rnd = r.rnd
+        offset = (3 + int(rnd() * 30)) * (1 if rnd() < 0.5 else -1)
+        if relation in ("maker", "mark"):
+            fields = {"O": r.art_names[sid]}
+            if relation == "mark":
+                token = look_alike(rnd, r.all_ids)
+                return None if token in r.real_ids else ({**fields, "ID": token}, token, None, [])
+            y = r.pick(r.cast)
+            if y == w.artefacts[sid].maker:
+                return None
+            ref = r.other_ref(y)
+            return {**fields, "M": ref.text}, ref.resolved, None, [ref]
+        if relation in ("founding", "seat"):
+            g = w.organisations[sid]
+            fields = {"G": r.org_names[sid]}
+            if relation == "seat":
+                pl = int(rnd() * len(r.place_names))
+                place = r.place_names[pl]
+                return None if pl == g.seat else ({**fields, "P": place}, place, None, [])
+            f = r.pick(r.cast)
+            if f == g.founder:
+                return None
+            ref = r.other_ref(f)
+            year = str(g.founded_year + offset)
+            return {**fields, "F": ref.text, "Y4": year}, ref.resolved, year, [ref]
+        p = w.people[sid]
+        if relation == "birth":
+            pl = int(rnd() * len(r.place_names))
+            if pl in self.lived_in[sid]:
+                return None
+            place, year = r.place_names[pl], str(p.birth_year + offset)
+            return {"S": "", "P": place, "Y4": year}, place, year, []
+        if relation == "mentor":
+            m = r.pick(r.cast)
+            if m in (sid, p.mentor):
+                return None
+            ref = r.other_ref(m)
+            return {"S": "", "M": ref.text}, ref.resolved, None, [ref]
+        token = look_alike(rnd, r.all_ids)  # permit
+        return None if token in r.real_ids else ({"S": "", "ID": token}, token, None, [])
 
     def claimant(self, not_pid: int) -> Ref:
         r = self.r

@@ -26,6 +26,7 @@ from .grammar_tables import (
     DISTRACTOR_WRAPPERS,
     FACT_FRAMES,
     INITIAL_VERB_PHRASES,
+    RETRACTIONS,
     VERB_PHRASES,
 )
 from .seeds import split_of_seed
@@ -52,6 +53,10 @@ PERSON_SLOTS = frozenset({"S", "Y", "M", "F", "X"})
 TIMED = frozenset({"residence", "employment", "owner"})
 # "meant to be born" says nothing sensible; births have no planned distractor.
 NO_PLANNED = frozenset({"birth"})
+# Relations that hold once per subject and are asked by reading questions (IDs are matched
+# exactly, not read): each needle of these brings false statements in its own
+# shapes, cancelled by a retraction in the next sentence (so no cue word sits in the statement).
+RETRACTED = frozenset({"birth", "mentor", "maker", "founding", "seat"})
 
 _VP = re.compile(
     r"^(?P<pre>.*?)\[(?P<past>[^/\]]+)/(?P<base>[^/\]]+)/(?P<pp>[^/\]]+)\](?P<post>.*)$"
@@ -146,6 +151,7 @@ class SplitGrammar:
     asides: tuple[str, ...]
     wrappers: dict[str, tuple[tuple[str, str, str], ...]]
     intros: tuple[str, ...]
+    retractions: tuple[str, ...] = ()
 
     def distractor_kinds(self, relation: str) -> tuple[str, ...]:
         return tuple(k for k in DISTRACTOR_KINDS if not (k == "planned" and relation in NO_PLANNED))
@@ -184,6 +190,10 @@ class SplitGrammar:
                 for prefix, suffix, form in self.wrappers[kind]:
                     w = DISTRACTOR_WRAPPERS[kind].index((prefix, suffix, form))
                     out.append(f"{relation}/{vp.tag}/{kind}{w}")
+            if relation in RETRACTED and not initial:
+                out.extend(
+                    f"{relation}/{vp.tag}/retracted{RETRACTIONS.index(t)}" for t in self.retractions
+                )
         return out
 
 
@@ -200,6 +210,7 @@ def split_grammar(split: str) -> SplitGrammar:
         asides=deal(ASIDES, split),
         wrappers={kind: deal(ws, split) for kind, ws in DISTRACTOR_WRAPPERS.items()},
         intros=deal(ALIAS_INTROS, split),
+        retractions=deal(RETRACTIONS, split),
     )
 
 

@@ -282,6 +282,37 @@ DISTRACTOR_WRAPPERS: dict[str, tuple[tuple[str, str, str], ...]] = {
     ),
 }
 
+# Retractions: a sentence of its own, right after a plain false statement in a fact's shape,
+# that cancels it. It names no one and carries the statement's only cue word, so a filter that
+# drops sentences with hearsay or negation words keeps the false statement. Fixed sentences
+# (no slots); each split has its own.
+RETRACTIONS: tuple[str, ...] = (
+    "That entry in the register was a clerk's error.",
+    "None of it was true.",
+    "The chronicle later struck the line out.",
+    "The parish clerk had copied it from the wrong page.",
+    "It turned out to be a muddle of two families.",
+    "Not a word of that held up.",
+    "The ledger was put right within the week.",
+    "A later hand crossed the whole line through.",
+    "That was a mistake, and it was mended soon after.",
+    "The story fell apart as soon as anyone checked.",
+    "Later inquiry showed it to be false.",
+    "Nobody who knew the facts ever believed it.",
+    "The notary withdrew the entry the following spring.",
+    "It was a confusion with someone else entirely.",
+    "The tale was retracted in the next issue of the gazette.",
+    "That record was wrong from start to finish.",
+    "The error was found and the page reissued.",
+    "Every part of that was later disproved.",
+    "The archivist flagged the line as spurious.",
+    "It was the invention of a careless scribe.",
+    "The claim did not survive the first honest look.",
+    "The town later admitted the record was mistaken.",
+    "The entry was a forgery and went into the fire.",
+    "Whoever wrote that had it backwards.",
+)
+
 # Introductions of a person's alias (nickname or epithet); each aliased person gets exactly one.
 ALIAS_INTROS: tuple[str, ...] = (
     "{N} was known along the river as {K}",

@@ -8,6 +8,12 @@ simple past: negated, planned, hypothetical, rumoured, corrected and quoted sent
 nothing. A pronoun subject is resolved from the antecedent sentence right before it, an alias
 from its introduction earlier in the same text; when that sentence is not part of the text, the
 fact is returned with ``resolved=False`` and the pronoun or alias as written.
+
+A retraction sentence ("None of it was true.") cancels the statement right before it: a plain
+false statement followed by its retraction reads as nothing. A text that holds the statement but
+not the retraction after it (cut between the two) reads the statement as a fact, as a reader of
+that text alone must; both sentences of a retracted statement always sit in one paragraph, so a
+text cut at paragraph breaks never splits them.
 """
 
 from __future__ import annotations
@@ -138,6 +144,7 @@ class _Compiled:
                 for t in templates
             ]
             self.antecedents[slot] = re.compile("|".join(f"(?:{r})" for r in regexes))
+        self.retractions = frozenset(t for g in grammars for t in g.retractions)
         intros = [t for g in grammars for t in g.intros]
         self.intros = [re.compile(_template_regex(t) + r"\.") for t in intros]
 
@@ -210,6 +217,18 @@ def read_facts(text: str, *, splits: tuple[str, ...] = SPLITS) -> list[Fact]:
     prev: tuple[int, str] | None = None  # (end, text) of the previous sentence
     for m in _SENTENCE.finditer(text):
         sentence, start, end = m.group(), m.start(), m.end()
+        if sentence in grammar.retractions:
+            # A retraction cancels the statement right before it (same paragraph, one space).
+            if (
+                facts
+                and prev is not None
+                and prev[0] + 1 == start
+                and text[prev[0]] == " "
+                and facts[-1].sentence == (prev[0] - len(prev[1]), prev[0])
+            ):
+                facts.pop()
+            prev = (end, sentence)
+            continue
         intro = _read_intro(grammar, sentence)
         if intro is not None:
             aliases[_norm_alias(intro[1])] = (intro[0], (start, end))

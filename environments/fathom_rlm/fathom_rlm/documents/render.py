@@ -34,6 +34,7 @@ from .grammar import (
     ALIAS_INTROS,
     FACT_FRAMES,
     RELATION_SLOTS,
+    RETRACTED,
     TIMED,
     VerbPhrase,
     deal,
@@ -388,8 +389,26 @@ class Renderer:
         header = f"Chapter {c + 1}: {title}\n{date}\n\n"
         needles = [self.needle(e) for e in evs]
         others = [self.intro(pid) for pid in intro_people]
-        others += self.distractors.chapter_distractors(len(needles))
         used = len(header) + sum(len(u.text) + 1 for u in (*needles, *others))
+        # Three or four retracted false statements per one-off needle, then the cue-word hard
+        # negatives, all shuffled in with the needles: some land before the true statement,
+        # some after it. Retracted ones are dealt a round at a time (every needle its first,
+        # then seconds, and so on); units stop where the chapter would hold less than a
+        # tenth filler, so its length stays on budget.
+        room = int(budget * 0.9) - used
+        one_off = [e for e in evs if e.kind in RETRACTED]
+        drawn: list[Unit | None] = [
+            self.distractors.retracted(e.kind, e.subject)
+            for share in (1.0, 1.0, 1.0, 0.5)
+            for e in one_off
+            if self.rnd() < share
+        ]
+        drawn += self.distractors.chapter_distractors(len(needles))
+        for u in drawn:
+            if u is not None and len(u.text) < room:
+                others.append(u)
+                room -= len(u.text) + 1
+                used += len(u.text) + 1
         fillers = self.fill(budget - used)
         # Needles keep their story order; the other units go anywhere; all land among filler.
         specials: list[Unit] = list(needles)
@@ -447,7 +466,11 @@ class Renderer:
                 out.forms[u.key] = u.form
                 out.shapes[u.key] = u.shape
                 return
-        read = fact if kind == "namesake" else None
+        if kind == "retracted":
+            # What a reader takes from the statement alone (without its retraction).
+            statement = tuple(sp for sp in spans if sp != spans[-1])
+            fact = Fact(u.relation, u.subject, u.value, u.detail, number, date, statement)
+        read = fact if kind in ("namesake", "retracted") else None
         out.distractors.append(
             Distractor(u.kind, u.relation, u.subject, u.value, u.shape, spans, read)
         )
