@@ -19,6 +19,7 @@ from envtools.policies.fathom.protocol import (
     _CHAPTERS,
     _SECTIONS_CODE,
     GIVE_UP,
+    WINDOW_DEF,
     _message,
     _View,
     name_terms,
@@ -31,15 +32,10 @@ if TYPE_CHECKING:
     from envtools.policies.fathom.planner import FathomReference
 
 # Pages of the sentences around every hit of one name, each page at most CAP characters.
-_PAGES_CODE = """# pages {term}
-T, CAP = {term_json}, {cap}
-def window(s, e):
-    p = doc.rfind('.', 0, s)
-    a = doc.rfind('.', 0, p) + 1 if p > 0 else 0
-    f = doc.find('.', e)
-    g = doc.find('.', f + 1) if f >= 0 else -1
-    return a, (len(doc) if g < 0 else g + 1)
-ws = []
+_PAGES_CODE = (
+    "# pages {term}\nT, CAP = {term_json}, {cap}\n"
+    + WINDOW_DEF
+    + """ws = []
 for m in re_finditer('\\\\b' + re_escape(T) + '\\\\b', doc):
     a, b = window(m[0], m[1])
     if ws and a <= ws[-1][1]:
@@ -56,6 +52,7 @@ for a, b in ws:
         PAGES[T].append([])
     PAGES[T][-1].append([a, b])
 print(len(PAGES[T]))"""
+)
 
 _PAGE_CODE = "# page {term} {i}\nprint('\\n'.join([doc[a:b] for a, b in PAGES[{term_json}][{i}]]))"
 

@@ -36,6 +36,7 @@ from envtools.policies.fathom.protocol import (
     GIVE_UP,
     NOT_FOUND,
     SELF_READ,
+    WINDOW_DEF,
     _answer,
     _message,
     _View,
@@ -63,18 +64,15 @@ print(to_json(out))"""
 
 # Read the windows around every hit of the terms, round robin over the terms, until an answer
 # or the next name of a chain comes back; a term that gave evidence waits behind the others.
-_READ_CODE = """# read
+_READ_CODE = (
+    """# read
 Q = {question}
 K = {known}
 T = {terms}
 B, CAP, STOP = {budget}, {cap}, {stop}
-def window(s, e):
-    p = doc.rfind('.', 0, s)
-    a = doc.rfind('.', 0, p) + 1 if p > 0 else 0
-    f = doc.find('.', e)
-    g = doc.find('.', f + 1) if f >= 0 else -1
-    return a, (len(doc) if g < 0 else g + 1)
-def packs(t):
+"""
+    + WINDOW_DEF
+    + """def packs(t):
     ws = []
     for m in re_finditer('\\\\b' + re_escape(t) + '\\\\b', doc):
         a, b = window(m[0], m[1])
@@ -116,6 +114,7 @@ while order and n < B:
 print(to_json(['reads', n, sum([len(x) for x in P])]))
 print(to_json(['order', sorted(K, key=lambda q: doc.find(q))]))
 print(to_json(['left', sorted(set([x[0] for x in order]))]))"""
+)
 
 
 @dataclass

@@ -26,6 +26,15 @@ GIVE_UP = "unknown"
 SELF_READ = "Read the text yourself, without sub-calls."
 """Appended to a sub-call's prompt when the sub-call budget leaves no room for it to delegate."""
 
+WINDOW_DEF = """def window(s, e):
+    p = doc.rfind('.', 0, s)
+    a = doc.rfind('.', 0, p) + 1 if p > 0 else 0
+    f = doc.find('.', e)
+    g = doc.find('.', f + 1) if f >= 0 else -1
+    return a, (len(doc) if g < 0 else g + 1)
+"""
+"""REPL code the reference cells share: the span of the sentence around a hit plus the next one."""
+
 _ID_TOKEN = re.compile(r"\b[A-Z]{2}-\d{4}\b")
 _CHAPTERS = re.compile(r"chapters?\s+(\d+)\s+(?:to|and)\s+(?:chapter\s+)?(\d+)", re.IGNORECASE)
 _CAPITAL_RUN = re.compile(r"[A-Z][a-z]+(?:'s)?(?:\s+[A-Z][a-z]+(?:'s)?)*")
