@@ -28,13 +28,15 @@ def test_every_gold_answer_is_gradable(rows: list[dict[str, Any]]) -> None:
     assert [gold_problems(row, arguments) for row in rows] == [[]] * ROWS
 
 
-def test_a_wrong_gold_or_a_span_outside_the_document_is_reported(
+def test_an_ungradable_gold_or_a_span_outside_the_document_is_reported(
     rows: list[dict[str, Any]],
 ) -> None:
     arguments = FathomArguments(doc_tokens=DOC_TOKENS)
     row = next(r for r in rows if r["spans"])
-    wrong = gold_problems({**row, "answer": row["answer"] + " Junior", "aliases": []}, arguments)
-    assert wrong == [f"the gold answer {row['answer'] + ' Junior'!r} scores correctness=0.0, not 1"]
+    # No answer longer than `max_answer_chars` can score, the gold included.
+    long_gold = "Q" * (arguments.max_answer_chars + 1)
+    problems = gold_problems({**row, "answer": long_gold, "aliases": []}, arguments)
+    assert problems == [f"the gold answer {long_gold!r} scores correctness=0.0, not 1"]
     outside = gold_problems({**row, "spans": [[10**9, 10**9 + 5]]}, arguments)
     assert len(outside) == 1 and "is not inside the" in outside[0]
 
