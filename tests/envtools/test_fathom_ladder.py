@@ -16,6 +16,7 @@ from fathom_rlm.agent import ChatReply, RolloutCaps, RolloutRecord, run_rollout
 from fathom_rlm.documents import build_split, get_document
 from fathom_rlm.rewards import score_rollout
 
+from envtools.evaluate import registered_tasks
 from envtools.policies import fathom
 from envtools.policies.base import Policy
 
@@ -29,11 +30,8 @@ def rows() -> Iterator[list[dict[str, Any]]]:
     picked: list[dict[str, Any]] = []
     for family in ("exact_id", "single_hop", "multi_hop", "temporal", "aggregation", "comparison"):
         picked += [r for r in split if r["family"] == family][:2]
-    saved = (fathom.TASKS.autoload_splits, dict(fathom.TASKS.rows))
-    fathom.TASKS.autoload_splits = ()
-    fathom.register_tasks(picked)
-    yield picked
-    fathom.TASKS.autoload_splits, fathom.TASKS.rows = saved
+    with registered_tasks(picked):  # the scripted policies read these rows, and only these
+        yield picked
 
 
 def _redact(text: str, pieces: list[str]) -> str:

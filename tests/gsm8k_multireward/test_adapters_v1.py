@@ -84,10 +84,7 @@ def test_rewards_equal_the_core(
     from gsm8k_multireward.adapters.v1 import GSM8KMultirewardData, GSM8KMultirewardTask
 
     task = GSM8KMultirewardTask(GSM8KMultirewardData(prompt="q", answer="29"))
-    usage = (
-        None if completion_tokens is None else SimpleNamespace(completion_tokens=completion_tokens)
-    )
-    trace = SimpleNamespace(last_reply=reply, usage=usage)
+    trace = _trace(task, reply, completion_tokens)
 
     async def score() -> tuple[float, float]:
         return await task.correct_answer(trace), await task.length_reward(trace)
@@ -96,12 +93,15 @@ def test_rewards_equal_the_core(
     assert asyncio.run(score()) == (core["correct_answer"], core["length_reward"])
 
 
-class _Trace:
-    """A trace stand-in that, like `vf.Trace`, can be weakly referenced."""
+def _trace(task: object, last_reply: str, completion_tokens: int | None) -> SimpleNamespace:
+    """A trace stand-in with what the rewards read: the reply, the usage, and a fresh state of
+    the task's own `State` type (as verifiers creates one per rollout)."""
+    from verifiers.v1.state import state_cls
 
-    def __init__(self, last_reply: str, completion_tokens: int) -> None:
-        self.last_reply = last_reply
-        self.usage = SimpleNamespace(completion_tokens=completion_tokens)
+    usage = (
+        None if completion_tokens is None else SimpleNamespace(completion_tokens=completion_tokens)
+    )
+    return SimpleNamespace(last_reply=last_reply, usage=usage, state=state_cls(type(task))())
 
 
 class _CountingGrader:
@@ -135,15 +135,26 @@ def test_both_rewards_share_one_grading_per_trace(
         return await task.correct_answer(trace), await task.length_reward(trace)
 
     async def run() -> None:
-        trace = _Trace(reply, 12)
-        assert await concurrently(trace) == expected
+        assert await concurrently(_trace(task, reply, 12)) == expected
         assert counting.calls == 1
-        assert await one_after_the_other(_Trace(reply, 12)) == expected
+        trace = _trace(task, reply, 12)
+        assert await one_after_the_other(trace) == expected
         assert counting.calls == 2
-        # A trace whose reply changed is graded again, not served the old scores.
-        trace.last_reply = "\\boxed{30}"
-        assert (await task.correct_answer(trace), await task.length_reward(trace))[0] == 0.0
-        assert counting.calls == 3
+        # Asked again, the rollout's rewards come from its one grading.
+        assert await one_after_the_other(trace) == expected
+        assert counting.calls == 2
 
     asyncio.run(run())
-    assert not v1._GRADINGS  # nothing kept once the traces are gone
+
+
+def test_the_gold_answer_validates_and_a_wrong_gold_does_not(grader: MathGrader) -> None:
+    from gsm8k_multireward.adapters.v1 import GSM8KMultirewardData, GSM8KMultirewardTask
+
+    async def validate(gold: str) -> bool:
+        return await GSM8KMultirewardTask(GSM8KMultirewardData(prompt="q", answer=gold)).validate(
+            None
+        )
+
+    assert asyncio.run(validate("1,435")) is True
+    # A gold the grader cannot read as an answer is not gradable.
+    assert asyncio.run(validate("}")) is False

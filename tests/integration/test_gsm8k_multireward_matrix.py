@@ -156,26 +156,60 @@ def test_legacy_vf_eval(
 V1_SCRIPTS = {"0.3.1": "eval", "0.4.0": "vf-eval"}
 
 
+def run_v1_command(
+    matrix: Any, tmp_path: Path, script: str, verifiers_version: str, *arguments: Any
+) -> None:
+    """Run a v1 command of this verifiers version on gsm8k-multireward, offline."""
+    python = matrix.python(verifiers_version)
+    matrix.run([matrix.script(python, script), "gsm8k-multireward", *arguments], cwd=tmp_path)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # a vf-eval run takes minutes on a loaded 2-core machine
 @pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
 def test_v1_eval_runs_locally(
     verifiers_version: str, matrix: Any, base_url: str, grader: MathGrader, tmp_path: Path
 ) -> None:
-    python = matrix.python(verifiers_version)
-    matrix.run(
-        [
-            matrix.script(python, V1_SCRIPTS[verifiers_version]),
-            "gsm8k-multireward",
-            *("-m", "gsm8k-ladder", "--client.base-url", base_url),
-            *("--client.api-key-var", "POLICY_API_KEY", "-n", "6", "-r", "1"),
-            *("--env.taskset.dataset-name", FIXTURE),
-            *("--env.taskset.length-reward-weight", str(WEIGHT)),
-            *("--no-push", "-o", tmp_path / "out"),
-        ],
-        cwd=tmp_path,
+    run_v1_command(
+        matrix,
+        tmp_path,
+        V1_SCRIPTS[verifiers_version],
+        verifiers_version,
+        *("-m", "gsm8k-ladder", "--client.base-url", base_url),
+        *("--client.api-key-var", "POLICY_API_KEY", "-n", "6", "-r", "1"),
+        *("--env.taskset.dataset-name", FIXTURE),
+        *("--env.taskset.length-reward-weight", str(WEIGHT)),
+        *("--no-push", "-o", tmp_path / "out"),
     )
     check_scores(v1_rows(tmp_path / "out"), grader, WEIGHT, expected_rollouts=6)
+
+
+# verifiers' model-free check: `validate` in 0.3.1, `vf-validate` in 0.4.0.
+VALIDATE_SCRIPTS = {"0.3.1": "validate", "0.4.0": "vf-validate"}
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
+def test_verifiers_validate_command_passes_every_gold_answer(
+    verifiers_version: str, matrix: Any, tmp_path: Path
+) -> None:
+    run_v1_command(
+        matrix,
+        tmp_path,
+        VALIDATE_SCRIPTS[verifiers_version],
+        verifiers_version,
+        *("-n", str(len(QUESTIONS)), "--rich", "false"),
+        # verifiers' validate defaults to Prime's remote runtime; these tasks need none.
+        *("--runtime.type", "subprocess"),
+        *("--taskset.dataset-name", FIXTURE),
+        *("--run.name", "check", "-o", tmp_path / "out"),
+    )
+    summary = json.loads((tmp_path / "out" / "check" / "summary.json").read_text())
+    assert summary["total"] == len(QUESTIONS)
+    assert summary["outcomes"]["valid"] == len(QUESTIONS), summary
+    # 0.4.0 also scores each untouched task (no reply): it must not already pass.
+    if verifiers_version == "0.4.0":
+        assert summary["checks"]["noop"]["valid"] == len(QUESTIONS), summary
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """fathom-rlm: recursive-language-model environment over long synthetic documents."""
 
-import importlib.util
-import os
+import importlib
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 _V1_EXPORTS = {
@@ -11,18 +11,23 @@ _V1_EXPORTS = {
 }
 
 
-def _v1_usable() -> bool:
-    """Whether the installed verifiers has the v1 API this package targets (0.3.x and 0.4.x).
+def _verifiers_release() -> tuple[int, int] | None:
+    """The installed verifiers' (major, minor), read from its metadata without importing it
+    (importing `verifiers.v1` takes seconds); None when verifiers is not installed.
 
-    Decided from the installed files, without importing verifiers: importing `verifiers.v1`
-    takes seconds, and code that only uses the core must not pay for it. verifiers 0.2.0 ships
-    an older, incompatible `verifiers.v1` without the single-agent env; older releases none.
+    The v1 API this package targets is in 0.3 and later (0.2 ships an older, incompatible
+    `verifiers.v1`); the legacy API (`load_environment`) is in 0.2 and 0.3 only.
     """
-    spec = importlib.util.find_spec("verifiers")
-    roots = spec.submodule_search_locations if spec is not None else None
-    return any(
-        os.path.isdir(os.path.join(root, "v1", "envs", "single_agent")) for root in roots or ()
-    )
+    try:
+        major, minor = version("verifiers").split(".")[:2]
+        return int(major), int(minor)
+    except (PackageNotFoundError, ValueError):
+        return None
+
+
+def _v1_usable() -> bool:
+    release = _verifiers_release()
+    return release is not None and release >= (0, 3)
 
 
 # verifiers' v1 loader reads `__all__` (exactly one Taskset; here also the harness that is the
@@ -41,20 +46,17 @@ def __getattr__(name: str) -> Any:
 def load_environment(**kwargs: Any) -> Any:
     """The legacy verifiers entry point (verifiers 0.2.0 to 0.3.1); kwargs are the environment's
     arguments (see `fathom_rlm.adapters.arguments.FathomArguments`)."""
-    if importlib.util.find_spec("verifiers") is None:
+    release = _verifiers_release()
+    if release is None:
         raise ImportError(
             "fathom-rlm's load_environment needs verifiers: pip install 'fathom-rlm[verifiers]'"
         )
-    try:
-        import verifiers
-
-        verifiers.MultiTurnEnv  # noqa: B018 - absent when verifiers has no legacy API (0.4.0+)
-    except (ImportError, AttributeError) as exc:
+    if release >= (0, 4):
         raise ImportError(
-            "fathom-rlm's load_environment needs the legacy verifiers API (verifiers 0.2.0 to "
-            "0.3.1), and the installed verifiers has only the v1 API; there, run "
-            "`vf-eval fathom-rlm -m <model>` (the v1 taskset) instead."
-        ) from exc
+            "fathom-rlm's load_environment needs the legacy verifiers API (verifiers 0.2 and "
+            f"0.3); verifiers {version('verifiers')} has only the v1 API: run "
+            "`vf-eval fathom-rlm -m <model>` (the v1 taskset) instead"
+        )
     from fathom_rlm.adapters.legacy import load_environment as load
 
     return load(**kwargs)

@@ -12,26 +12,42 @@ DEFAULT_SYSTEM_PROMPT = (
 
 _SPLITS = ("train", "test")
 
+SCORING_SETTINGS = (
+    "length_threshold_tokens",
+    "chars_per_token",
+    "math_verify_max_workers",
+    "math_verify_timeout",
+)
+"""The `GSM8KConfig` fields that scoring one completion reads (the rest choose the rows, the
+prompt and the weights)."""
+
 
 @dataclass
 class GSM8KConfig:
-    """Arguments of the gsm8k-multireward environment.
-
-    ``length_threshold_tokens=None`` disables the length reward (it is then always 0.0).
-    ``system_prompt=None`` sends ``DEFAULT_SYSTEM_PROMPT`` (it asks for the answer in ``\\boxed{}``,
-    which is what the grader reads); an empty string sends no system message.
-    """
+    """Arguments of the gsm8k-multireward environment."""
 
     dataset_name: str = "openai/gsm8k"
+    """Hub dataset id, or a local .jsonl file (a directory stands for `<dir>/<split>.jsonl`)."""
     dataset_subset: str = "main"
+    """Hub dataset configuration (GSM8K's are "main" and "socratic")."""
     dataset_split: str = "train"
+    """Dataset split to serve, e.g. "train" or "test"."""
     system_prompt: str | None = None
+    """None sends `DEFAULT_SYSTEM_PROMPT` (it asks for the answer in `\\boxed{}`, which is what
+    the grader reads); an empty string sends no system message."""
     length_threshold_tokens: int | None = 1024
+    """The length reward is 1 for a correct answer of at most this many completion tokens, else
+    0; None disables it (it is then always 0.0)."""
     length_reward_weight: float = 1.0
+    """Weight of the length reward in the total reward (correctness has weight 1)."""
     chars_per_token: float = 4.0
+    """Characters per token when the API reports no completion-token count."""
     math_verify_max_workers: int = 10
+    """Worker processes that run math-verify (its parser can hang, so it runs out of process)."""
     math_verify_timeout: float = 5.0
+    """Seconds one math-verify call may take; an answer that runs past it scores 0."""
     num_examples: int | None = None
+    """Rows served from the split; None serves the whole split."""
 
     def __post_init__(self) -> None:
         self.validate()

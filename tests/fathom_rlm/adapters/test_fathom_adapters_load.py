@@ -126,7 +126,7 @@ def test_v1_config_fields_are_the_arguments() -> None:
     from fathom_rlm.adapters.v1 import FathomTasksetConfig
     from fathom_rlm.agent import RolloutCaps
 
-    arguments = {f.name for f in dataclasses.fields(FathomArguments)}
+    arguments = set(FathomArguments.names())
     own = set(FathomTasksetConfig.model_fields) - {"id", "task", "system_prompt"}
     assert own == arguments
     defaults = FathomArguments()
@@ -135,3 +135,22 @@ def test_v1_config_fields_are_the_arguments() -> None:
     caps = {f.name for f in dataclasses.fields(RolloutCaps)} - {"sandbox"}
     assert caps == set(CAP_FIELDS) <= arguments
     assert "time_budget_s" in caps
+
+
+def test_v1_config_documents_every_argument_and_rejects_bad_values_when_read() -> None:
+    from fathom_rlm.adapters.arguments import FathomArguments
+    from fathom_rlm.adapters.v1 import FathomTasksetConfig
+    from pydantic import ValidationError
+
+    fields = FathomTasksetConfig.model_fields
+    assert all(fields[name].description for name in FathomArguments.names())
+    # Enumerated choices are typed, so `--help` lists them and a typo fails when parsed.
+    with pytest.raises(ValidationError, match="'train', 'eval' or 'heldout'"):
+        FathomTasksetConfig(split="tarin")
+    with pytest.raises(ValidationError, match="'exact_id', 'single_hop'"):
+        FathomTasksetConfig(family_mix={"exact": 1.0})
+    # The core's own checks run when the config is read, not when the first task loads.
+    with pytest.raises(ValidationError, match="doc_tokens must be >= 3000, got 5"):
+        FathomTasksetConfig(doc_tokens=5)
+    with pytest.raises(ValueError, match=r"unknown task families \['exact'\]"):
+        FathomArguments.from_kwargs({"family_mix": {"exact": 1.0}})

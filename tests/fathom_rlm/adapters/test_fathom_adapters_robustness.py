@@ -9,7 +9,6 @@ import threading
 from typing import Any
 
 import pytest
-from fathom_rlm.adapters import scoring
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.documents import build_split
 
@@ -74,9 +73,10 @@ def test_legacy_scores_and_documents_are_computed_off_the_loop_thread(
     row: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from fathom_rlm.adapters import legacy
+    from fathom_rlm.documents import inflight
 
     threads: dict[str, set[int]] = {"score": set(), "document": set()}
-    real_score, real_load = legacy.score, scoring.load_document
+    real_score, real_load = legacy.score, inflight.get_document
 
     def spy_score(*args: Any) -> Any:
         threads["score"].add(threading.get_ident())
@@ -87,7 +87,7 @@ def test_legacy_scores_and_documents_are_computed_off_the_loop_thread(
         return real_load(*args)
 
     monkeypatch.setattr(legacy, "score", spy_score)
-    monkeypatch.setattr(scoring, "load_document", spy_load)
+    monkeypatch.setattr(inflight, "get_document", spy_load)
     loop_threads: set[int] = set()
 
     original = asyncio.run
@@ -107,25 +107,18 @@ def test_legacy_scores_and_documents_are_computed_off_the_loop_thread(
     assert not (threads["score"] | threads["document"]) & loop_threads
 
 
-def test_concurrent_requests_for_one_document_generate_it_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    calls: list[int] = []
-    real = scoring.load_document
+def test_concurrent_requests_for_one_document_generate_it_once() -> None:
+    from fathom_rlm.documents import aget_document, get_document
 
-    def counting(row: dict[str, Any]) -> str:
-        calls.append(threading.get_ident())
-        return real(row)
+    seed, doc_tokens = 987_654, 16_100  # a document no other test caches
+    misses = get_document.cache_info().misses
 
-    monkeypatch.setattr(scoring, "load_document", counting)
-    row = {"seed": 987_654, "doc_tokens": 16_100}  # a document no other test caches
+    async def many() -> list[Any]:
+        return list(await asyncio.gather(*(aget_document(seed, doc_tokens) for _ in range(8))))
 
-    async def many() -> list[str]:
-        return list(await asyncio.gather(*(scoring.document_text(row) for _ in range(8))))
-
-    texts = asyncio.run(many())
-    assert len(calls) == 1 and calls[0] != threading.get_ident()
-    assert len(set(texts)) == 1 and len(texts[0]) > 60_000
+    documents = asyncio.run(many())
+    assert get_document.cache_info().misses == misses + 1
+    assert len({id(d) for d in documents}) == 1 and len(documents[0].text) > 60_000
 
 
 def test_v1_task_scores_off_the_loop_thread(
@@ -147,7 +140,7 @@ def test_v1_task_scores_off_the_loop_thread(
     task = v1.FathomTask(data, v1.FathomTasksetConfig().task)
     trace = type("Trace", (), {})()
     trace.state = v1.FathomState(record=RolloutRecord(ended_by="time_budget"))
-    trace.stop_condition = None
+    trace.messages = []
 
     async def both() -> tuple[float, dict[str, float]]:
         return await task.reward(trace), await task.fathom_signals(trace)

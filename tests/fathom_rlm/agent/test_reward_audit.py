@@ -17,6 +17,7 @@ from fathom_rlm.agent import ChatReply, RolloutCaps, RolloutRecord, run_rollout
 from fathom_rlm.documents import get_document, make_tasks
 from fathom_rlm.rewards import score_rollout
 
+from envtools.evaluate import registered_tasks
 from envtools.policies import fathom
 
 # (seed, doc_tokens, questions): 32 tasks over three documents of 16K and 32K tokens.
@@ -44,11 +45,8 @@ pytestmark = pytest.mark.reward_audit
 @pytest.fixture(scope="module")
 def tasks() -> Iterator[list[dict[str, Any]]]:
     rows = [r for s, n, k in TASK_SOURCES for r in make_tasks(get_document(s, n), k)]
-    saved = (fathom.TASKS.autoload_splits, dict(fathom.TASKS.rows))
-    fathom.TASKS.autoload_splits = ()  # never regenerate full splits inside tests
-    fathom.register_tasks(rows)
-    yield rows
-    fathom.TASKS.autoload_splits, fathom.TASKS.rows = saved[0], saved[1]
+    with registered_tasks(rows):  # the scripted policies read these rows, and only these
+        yield rows
 
 
 Result = tuple[dict[str, Any], RolloutRecord, dict[str, float], list[dict[str, Any]]]

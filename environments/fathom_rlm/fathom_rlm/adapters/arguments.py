@@ -1,53 +1,44 @@
-"""The environment's arguments, shared by both adapters: which rows to serve and the rollout caps.
+"""The environment's arguments, shared by every adapter: which rows to serve and the rollout caps.
 
-Legacy `-a '{...}'` kwargs and v1 `--env.taskset.<field>` flags map onto the same names, with the
-defaults taken from the core (`RolloutCaps`), so both APIs run the same environment.
+`FathomArguments` is the one list of them. Its caps are `RolloutCaps`' own fields (inherited,
+with their defaults and documentation), so a new cap becomes an argument without being written
+again; legacy `-a '{...}'` kwargs, the v1 taskset config (generated from this class in
+`adapters.v1`) and the TRL factory all take these names.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
 
 from fathom_rlm.agent import RolloutCaps
-from fathom_rlm.documents import SPLIT_SIZES
+from fathom_rlm.documents import FAMILIES, SPLIT_SIZES
+from fathom_rlm.documents.splits import Split
 from fathom_rlm.documents.world import CHAPTER_TOKENS
 
 MIN_DOC_TOKENS = 2 * CHAPTER_TOKENS
 """The shortest document the generator builds (two chapters)."""
 
-_CAPS = RolloutCaps()
-
-CAP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RolloutCaps) if f.name != "sandbox")
-"""The caps of `RolloutCaps` that are environment arguments (the sandbox config is not)."""
+FamilyName = Literal[tuple(FAMILIES)]  # type: ignore[valid-type]  # the core's family names
+"""A task family, as a key of `family_mix`."""
 
 
 @dataclass(frozen=True)
-class FathomArguments:
-    """Everything `vf-eval -a` (legacy) or `--env.taskset.*` (v1) can set."""
+class FathomArguments(RolloutCaps):
+    """Everything `vf-eval -a` (legacy), `--env.taskset.*` (v1) or the TRL factory can set."""
 
-    split: str = "eval"
+    sandbox: None = field(default=None, init=False, repr=False)
+    """Not an argument: the sandbox keeps its defaults (`RolloutCaps.sandbox`)."""
+    split: Split = "eval"
     """"train", "eval" or "heldout" (the held-out split is built only when named)."""
     num_examples: int | None = None
     """Rows served from the split; None serves the whole split."""
     doc_tokens: int = 200_000
     """Document length in tokens (characters / 4); lower it for a curriculum or a quick run."""
-    family_mix: dict[str, float] | None = None
+    family_mix: dict[FamilyName, float] | None = None
     """Relative weights of the task families; None uses the split's default mix."""
     sub_max_completion_tokens: int | None = None
     """Completion-token cap sent with every sub-call; None leaves the run's sampling as it is."""
-    max_turns: int = _CAPS.max_turns
-    sub_max_turns: int = _CAPS.sub_max_turns
-    max_sub_calls: int = _CAPS.max_sub_calls
-    max_slice_chars: int = _CAPS.max_slice_chars
-    max_depth: int = _CAPS.max_depth
-    max_answer_chars: int = _CAPS.max_answer_chars
-    max_code_chars: int = _CAPS.max_code_chars
-    max_prompt_chars: int = _CAPS.max_prompt_chars
-    max_sub_answer_chars: int = _CAPS.max_sub_answer_chars
-    max_tool_calls_per_turn: int = _CAPS.max_tool_calls_per_turn
-    time_budget_s: float | None = _CAPS.time_budget_s
-    """Wall-clock seconds for a whole rollout (root and sub-calls); None: no budget."""
 
     def __post_init__(self) -> None:
         # Checked here, not when the split is built: a launcher's config check and prime-rl's
@@ -69,12 +60,23 @@ class FathomArguments:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
                 raise ValueError(f"fathom-rlm argument {name} must be None or >= 1, got {value!r}")
-        self.caps()  # fail at load time, not inside the first rollout
+        unknown = sorted(set(self.family_mix or ()) - set(FAMILIES))
+        if unknown:
+            raise ValueError(
+                f"fathom-rlm argument family_mix names unknown task families {unknown}; "
+                f"the families are {sorted(FAMILIES)}"
+            )
+        super().__post_init__()  # the caps' own checks: fail at load time, not in a rollout
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The argument names, in order (every field but the sandbox)."""
+        return tuple(f.name for f in fields(cls) if f.init)
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> FathomArguments:
         """Build from loose kwargs, naming every unknown argument in the error."""
-        known = {f.name for f in fields(cls)}
+        known = set(cls.names())
         unknown = sorted(set(kwargs) - known)
         if unknown:
             raise TypeError(
@@ -86,4 +88,8 @@ class FathomArguments:
         return RolloutCaps(**{name: getattr(self, name) for name in CAP_FIELDS})
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: value for name, value in asdict(self).items() if name != "sandbox"}
+
+
+CAP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RolloutCaps) if f.name != "sandbox")
+"""The caps of `RolloutCaps` that are environment arguments (the sandbox config is not)."""

@@ -39,7 +39,6 @@ from fathom_rlm.agent.loop import TIME_BUDGET, initial_messages
 TOOLS_KEY = "fathom_tools"
 RECORD_KEY = "fathom_record"
 SCORES_KEY = "fathom_scores"
-PENDING_SCORES_KEY = "fathom_scores_pending"
 ROW_KEY = "fathom_row"
 
 
@@ -233,7 +232,8 @@ def _ended_by(stop_condition: str | None) -> str:
 class FathomRubric(vf.Rubric):
     """`reward` (weight 1) plus every component and metric under its stable name (weight 0).
 
-    All values come from one `score_rollout` call per rollout, cached on the state.
+    All values come from one `score_rollout` call per rollout, whose future is kept on the
+    rollout's state.
     """
 
     def __init__(self, args: FathomArguments, **kwargs: Any) -> None:
@@ -251,18 +251,14 @@ class FathomRubric(vf.Rubric):
         return signal
 
     async def scores(self, state: vf.State) -> dict[str, float]:
-        """Scored once per rollout, in a worker thread: evidence recall may regenerate a
-        ~1 MB document (~50-100 ms), which must not stall the other rollouts on the loop."""
-        cached = state.get(SCORES_KEY)
-        if cached is not None:
-            return cached
-        pending: asyncio.Future[dict[str, float]] | None = state.get(PENDING_SCORES_KEY)
-        if pending is None:  # the first of this rollout's signals to ask starts the scoring
+        """Scored once per rollout: the first of its signals to ask starts the scoring, the
+        others await it. In a worker thread: evidence recall may regenerate a ~1 MB document
+        (~50-100 ms), which must not stall the other rollouts on the loop."""
+        pending: asyncio.Future[dict[str, float]] | None = state.get(SCORES_KEY)
+        if pending is None:
             record: RolloutRecord | None = state.get(RECORD_KEY)
             row = state.get(ROW_KEY) or json.loads(state["info"])
             pending = asyncio.ensure_future(asyncio.to_thread(score, record, row, self.args))
-            state[PENDING_SCORES_KEY] = pending
-        cached = await asyncio.shield(pending)
-        state[SCORES_KEY] = cached
-        state.pop(PENDING_SCORES_KEY, None)
-        return cached
+            state[SCORES_KEY] = pending
+        # Shielded: one signal being cancelled does not cancel the others' scoring.
+        return await asyncio.shield(pending)

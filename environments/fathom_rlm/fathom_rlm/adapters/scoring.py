@@ -1,17 +1,22 @@
-"""The three calls both adapters make into the core: rows, the document of a row, the scores."""
+"""The calls every adapter makes into the core: rows, the document of a row, the scores."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.agent import RolloutRecord
 from fathom_rlm.rewards import REWARD_NAME, SCORE_NAMES, RewardConfig, score_rollout
 
-__all__ = ["REWARD_NAME", "SCORE_NAMES", "build_rows", "document_text", "load_document", "score"]
-
-_PENDING: dict[tuple[int, int], asyncio.Future[str]] = {}
+__all__ = [
+    "REWARD_NAME",
+    "SCORE_NAMES",
+    "build_rows",
+    "document_text",
+    "gold_problems",
+    "load_document",
+    "score",
+]
 
 
 def build_rows(args: FathomArguments) -> list[dict[str, Any]]:
@@ -19,7 +24,7 @@ def build_rows(args: FathomArguments) -> list[dict[str, Any]]:
     from fathom_rlm.documents import build_split
 
     return build_split(
-        args.split,  # type: ignore[arg-type]  # checked by build_split
+        args.split,
         args.num_examples,
         doc_tokens=args.doc_tokens,
         family_mix=args.family_mix,
@@ -34,20 +39,11 @@ def load_document(row: dict[str, Any]) -> str:
 
 
 async def document_text(row: dict[str, Any]) -> str:
-    """`load_document` off the event loop, generated once when several rollouts of one group ask
-    for the same seed at the same time (the core's cache only helps once a document exists)."""
-    key = (int(row["seed"]), int(row["doc_tokens"]))
-    pending = _PENDING.get(key)
-    if pending is None or pending.get_loop() is not asyncio.get_running_loop():
-        pending = asyncio.ensure_future(asyncio.to_thread(load_document, row))
-        _PENDING[key] = pending
+    """`load_document` for async callers: off the event loop, built once for concurrent callers
+    (`fathom_rlm.documents.aget_document`)."""
+    from fathom_rlm.documents import aget_document
 
-        def forget(done: asyncio.Future[str]) -> None:
-            if _PENDING.get(key) is done:
-                del _PENDING[key]
-
-        pending.add_done_callback(forget)
-    return await asyncio.shield(pending)
+    return (await aget_document(int(row["seed"]), int(row["doc_tokens"]))).text
 
 
 def reward_config(args: FathomArguments) -> RewardConfig:
@@ -61,3 +57,29 @@ def score(
     """`score_rollout` under the names in `SCORE_NAMES`. A rollout that left no record (it was
     stopped before the loop returned) scores as an empty one: no answer, no tool use."""
     return score_rollout(record or RolloutRecord(ended_by="stopped"), row, reward_config(args))
+
+
+def gold_problems(row: dict[str, Any], args: FathomArguments) -> list[str]:
+    """What stops the row's gold answer from being gradable (empty when nothing does): a
+    supporting span missing from the regenerated document, or a rollout that was shown every
+    span and answered the gold not scoring as a correct, well-formed answer."""
+    document = load_document(row)
+    spans = [(int(start), int(end)) for start, end in row.get("spans") or ()]
+    problems = [
+        f"supporting span {start}:{end} is not inside the {len(document)}-character document"
+        for start, end in spans
+        if not 0 <= start < end <= len(document) or not document[start:end].strip()
+    ]
+    if problems:
+        return problems
+    record = RolloutRecord(
+        final_message=f"<answer>{row['answer']}</answer>", touched_document=True, ended_by="answer"
+    )
+    for start, end in spans:
+        record.show_range(start, end)
+    scores = score_rollout(record, row, reward_config(args), document=document)
+    return [
+        f"the gold answer {row['answer']!r} scores {name}={scores[name]}, not 1"
+        for name in ("format_gate", "correctness", "evidence_seen")
+        if scores[name] != 1.0
+    ]

@@ -1,37 +1,46 @@
 """fathom-rlm on the verifiers v1 API (0.3.1 and 0.4.0): taskset, task, harness and a local env.
 
-* `FathomTaskset` serves one task per dataset row. Its config fields are the environment's
-  arguments (`--env.taskset.<field>`, or `[...env.taskset]` in a TOML).
+* `FathomTaskset` serves one task per dataset row. Its config (`FathomTasksetConfig`) is generated
+  from `FathomArguments`: one field per argument, with the argument's type, default and
+  documentation (`--env.taskset.<field>`, or `[...env.taskset]` in a TOML).
 * `FathomData` carries the row (seed, doc_tokens, question, gold...) and the arguments, never the
   document: the harness regenerates the document from its seed.
 * `FathomHarness` (in `fathom_rlm.adapters.harness`) runs the core agent loop against the
-  rollout's interception endpoint, so root turns and sub-calls are all traced. Because the package
-  exports it, it is the taskset's default harness.
+  rollout's interception endpoint, so root turns and sub-calls are all traced. The harness is
+  part of the task: the score reads the rollout record it writes (tool calls, sub-calls, what
+  the model was shown), which a trace of messages alone does not hold. It is the taskset's
+  default harness, and a rollout that another harness answered fails loudly when scored.
 * `FathomEnv` is the single-agent env with a local default runtime (`subprocess`), so a plain
   `vf-eval fathom-rlm -m <model> --client.base-url <url>` runs on this machine.
 * Scores: `reward` is a `@vf.reward` with weight 1 (the core's gated product), and every component
   and metric is recorded by one `@vf.metric` under its stable name in `trace.metrics`.
+* `FathomTask.validate` is the model-free check verifiers' `validate` command runs: the gold
+  answer scores as correct, with its supporting spans inside the regenerated document.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import inspect
 import logging
+import textwrap
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import fields
+from itertools import pairwise
+from typing import Any, get_type_hints
 
 import verifiers.v1 as vf
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, create_model, model_validator
 
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.harness import FathomHarness
-from fathom_rlm.adapters.scoring import REWARD_NAME, build_rows, score
+from fathom_rlm.adapters.scoring import REWARD_NAME, build_rows, gold_problems, score
 from fathom_rlm.agent import RolloutRecord
+from fathom_rlm.sandbox import SandboxConfig
 from fathom_rlm.serving import close_serving_scope
 
 logger = logging.getLogger(__name__)
-
-_DEFAULTS = FathomArguments()
 
 
 class FathomData(vf.TaskData):
@@ -42,12 +51,14 @@ class FathomData(vf.TaskData):
 
 
 class FathomState(vf.State):
-    """In-memory only (verifiers never serialises `trace.state`): the harness's rollout record."""
+    """In-memory only (verifiers never serialises `trace.state`)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     record: RolloutRecord | None = None
-    scores: dict[str, float] | None = None
+    """The harness's rollout record, filled in as the rollout runs."""
+    scores: asyncio.Future[dict[str, float]] | None = Field(None, exclude=True)
+    """The rollout's scores, computed once: the first reward function to ask starts them."""
 
 
 class FathomTask(vf.Task[FathomData, FathomState, vf.TaskConfig]):
@@ -56,17 +67,23 @@ class FathomTask(vf.Task[FathomData, FathomState, vf.TaskConfig]):
     async def _scores(self, trace: Any) -> dict[str, float]:
         state: FathomState = trace.state
         if state.scores is None:
-            if state.record is None and trace.stop_condition is None:
-                raise RuntimeError(
-                    "fathom-rlm scores only rollouts run by its own harness (harness id "
-                    "'fathom-rlm'); this rollout left no record"
-                )
-            arguments = FathomArguments(**self.data.arguments)
-            # In a worker thread: evidence recall may regenerate the document (~50-100 ms).
-            scores = await asyncio.to_thread(score, state.record, self.data.row, arguments)
-            if state.scores is None:
-                state.scores = scores
-        return state.scores
+            state.scores = asyncio.ensure_future(self._score(trace))
+        # Shielded: one reward function being cancelled does not cancel the others' scoring.
+        return await asyncio.shield(state.scores)
+
+    async def _score(self, trace: Any) -> dict[str, float]:
+        record = trace.state.record
+        if record is None and trace.messages:
+            raise RuntimeError(
+                "fathom-rlm's harness is part of the task: its score reads the record that "
+                "harness (id 'fathom-rlm', the taskset's default) writes, and this rollout was "
+                "answered by another harness"
+            )
+        # No record and no message: nothing ran (stopped before the loop, or verifiers'
+        # untouched-task check), which scores as an empty rollout.
+        arguments = FathomArguments(**self.data.arguments)
+        # In a worker thread: evidence recall may regenerate the document (~50-100 ms).
+        return await asyncio.to_thread(score, record, self.data.row, arguments)
 
     @vf.reward(weight=1.0)
     async def reward(self, trace: Any) -> float:
@@ -76,33 +93,70 @@ class FathomTask(vf.Task[FathomData, FathomState, vf.TaskConfig]):
     async def fathom_signals(self, trace: Any) -> dict[str, float]:
         return {k: v for k, v in (await self._scores(trace)).items() if k != REWARD_NAME}
 
+    async def validate(self, runtime: Any) -> bool:
+        """The gold answer is gradable: inside the regenerated document its supporting spans
+        exist, and a rollout that was shown them and answered the gold scores as correct."""
+        arguments = FathomArguments(**self.data.arguments)
+        problems = await asyncio.to_thread(gold_problems, self.data.row, arguments)
+        for problem in problems:
+            logger.warning("fathom-rlm task %s: %s", self.data.row.get("question"), problem)
+        return not problems
 
-class FathomTasksetConfig(vf.TasksetConfig):
-    """The environment's arguments; see `fathom_rlm.adapters.arguments.FathomArguments`."""
 
-    split: str = _DEFAULTS.split
-    num_examples: int | None = _DEFAULTS.num_examples
-    doc_tokens: int = Field(_DEFAULTS.doc_tokens, gt=0)
-    family_mix: dict[str, float] | None = _DEFAULTS.family_mix
-    sub_max_completion_tokens: int | None = _DEFAULTS.sub_max_completion_tokens
-    max_turns: int = _DEFAULTS.max_turns
-    sub_max_turns: int = _DEFAULTS.sub_max_turns
-    max_sub_calls: int = _DEFAULTS.max_sub_calls
-    max_slice_chars: int = _DEFAULTS.max_slice_chars
-    max_depth: int = _DEFAULTS.max_depth
-    max_answer_chars: int = _DEFAULTS.max_answer_chars
-    max_code_chars: int = _DEFAULTS.max_code_chars
-    max_prompt_chars: int = _DEFAULTS.max_prompt_chars
-    max_sub_answer_chars: int = _DEFAULTS.max_sub_answer_chars
-    max_tool_calls_per_turn: int = _DEFAULTS.max_tool_calls_per_turn
-    time_budget_s: float | None = _DEFAULTS.time_budget_s
+def attribute_docs(cls: type) -> dict[str, str]:
+    """The docstrings written under the fields of `cls` and its bases (later classes win)."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__[:-1]):
+        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        for node, after in pairwise(body):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                docs[node.target.id] = inspect.cleandoc(after.value.value)
+    return docs
+
+
+def argument_fields() -> dict[str, Any]:
+    """`FathomArguments` as pydantic fields: each argument's type, default and documentation."""
+    types = get_type_hints(FathomArguments, localns={"SandboxConfig": SandboxConfig})
+    docs = attribute_docs(FathomArguments)
+    names = FathomArguments.names()
+    return {
+        f.name: (
+            types[f.name],
+            Field(f.default, description=docs.get(f.name)),
+        )
+        for f in fields(FathomArguments)
+        if f.name in names
+    }
+
+
+class _ArgumentsConfig(vf.TasksetConfig):
+    """What the generated config adds to its fields: the core's checks, at parse time."""
 
     def arguments(self) -> FathomArguments:
-        names = FathomArguments.__dataclass_fields__
-        return FathomArguments(**{name: getattr(self, name) for name in names})
+        return FathomArguments(**{name: getattr(self, name) for name in FathomArguments.names()})
+
+    @model_validator(mode="after")
+    def _check_arguments(self) -> _ArgumentsConfig:
+        self.arguments()  # a bad value fails when the config is read, before any document
+        return self
 
 
-class FathomTaskset(vf.Taskset[FathomTask, FathomTasksetConfig]):
+FathomTasksetConfig = create_model(
+    "FathomTasksetConfig",
+    __base__=_ArgumentsConfig,
+    __module__=__name__,
+    __doc__="The environment's arguments (`FathomArguments`), one field each.",
+    **argument_fields(),
+)
+
+
+class FathomTaskset(vf.Taskset[FathomTask, FathomTasksetConfig]):  # type: ignore[valid-type]
     """One task per row of the configured split."""
 
     def load(self) -> Iterator[FathomTask]:

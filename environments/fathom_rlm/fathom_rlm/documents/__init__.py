@@ -20,6 +20,7 @@ from .document import (
 )
 from .facts import Distractor, Fact, person_key
 from .grammar import shape_counts
+from .inflight import aget_document
 from .reader import read_aliases, read_facts
 from .render import Chapter
 from .seeds import SPLIT_SEED_BASE, split_of_seed
@@ -59,6 +60,7 @@ __all__ = [
     "QuestionParseError",
     "Task",
     "World",
+    "aget_document",
     "answer_from_facts",
     "blind_answer",
     "build_split",

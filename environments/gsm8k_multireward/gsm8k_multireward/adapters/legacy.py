@@ -7,8 +7,8 @@ records each raw score under that name in `state["metrics"]`; their weights are 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
-from importlib.metadata import version
 from typing import Any
 
 import verifiers as vf
@@ -18,13 +18,6 @@ from gsm8k_multireward.data import build_prompt, load_examples
 from gsm8k_multireward.grading import MathGrader
 from gsm8k_multireward.parsing import extract_answer
 from gsm8k_multireward.rewards import CORRECT_ANSWER, LENGTH_REWARD, ascore_completion
-
-if not hasattr(vf, "SingleTurnEnv"):
-    raise ImportError(
-        f"gsm8k-multireward's load_environment needs the legacy verifiers API (0.2.x–0.3.1); "
-        f"verifiers {version('verifiers')} has only the v1 API: use the Taskset instead "
-        "(`vf-eval gsm8k-multireward ...` on verifiers >= 0.4)"
-    )
 
 _SCORES_KEY = "gsm8k_multireward_scores"
 
@@ -83,16 +76,19 @@ def load_legacy_environment(**kwargs: Any) -> vf.Environment:
     )
 
     async def scores(completion: Any, answer: str, state: dict[str, Any]) -> Mapping[str, float]:
-        # Both rubric functions read one grading of the rollout (the runner calls them in turn).
-        if _SCORES_KEY not in state:
-            state[_SCORES_KEY] = await ascore_completion(
+        # Both rubric functions share one grading of the rollout: the first to ask starts it.
+        pending: asyncio.Future[Mapping[str, float]] | None = state.get(_SCORES_KEY)
+        if pending is None:
+            grading = ascore_completion(
                 completion_text(completion),
                 str(answer),
                 grader,
                 config,
                 reported_tokens=reported_completion_tokens(state),
             )
-        return state[_SCORES_KEY]
+            pending = state[_SCORES_KEY] = asyncio.ensure_future(grading)
+        # Shielded: one reward being cancelled does not cancel the other's grading.
+        return await asyncio.shield(pending)
 
     async def correct_answer(completion: Any, answer: str, state: dict, **_: Any) -> float:
         return (await scores(completion, answer, state))[CORRECT_ANSWER]

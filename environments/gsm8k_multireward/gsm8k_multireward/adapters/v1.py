@@ -1,52 +1,92 @@
 """verifiers v1 API (0.3.x–0.4.x): a `Taskset` and an `Env` that runs locally by default.
 
 - The environment's arguments are typed fields of the taskset config (`--env.taskset.<field>`,
-  `[...env.taskset]` in TOML). `system_prompt` is v1's own field: a file whose text replaces
-  each task's system prompt (`DEFAULT_SYSTEM_PROMPT` otherwise).
+  `[...env.taskset]` in TOML), generated from `GSM8KConfig` with its defaults and documentation.
+  `system_prompt` is v1's own field: a file whose text replaces each task's system prompt
+  (`DEFAULT_SYSTEM_PROMPT` otherwise).
 - Two rewards, `correct_answer` (weight 1.0) and `length_reward` (weight
   `length_reward_weight`), land by name in `trace.rewards`; `trace.reward` is their weighted
-  sum, the core's `total_reward`.
-- The scoring settings travel in each task's data, because a served worker rebuilds tasks from
-  their data and the task config alone; for the same reason the length weight is written into
-  the task config (`task.rewards.length_reward.weight`) when the config is validated.
+  sum, the core's `total_reward`. They share one grading of the rollout, kept on its state.
+- The scoring settings (`SCORING_SETTINGS`) travel in each task's data, because a served worker
+  rebuilds tasks from their data and the task config alone; for the same reason the length
+  weight is written into the task config (`task.rewards.length_reward.weight`) when the config
+  is validated.
+- `GSM8KMultirewardTask.validate` is the model-free check verifiers' `validate` command runs:
+  the gold answer, boxed as the prompt asks, grades as correct.
 - `LocalEnv` defaults the agent to the `null` harness (one chat call, no tools) in a local
   subprocess, so a plain `vf-eval gsm8k-multireward -m <model>` needs no sandbox account.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
-import weakref
-from typing import Any
+import inspect
+import textwrap
+from dataclasses import fields
+from itertools import pairwise
+from typing import Any, get_type_hints
 
 import verifiers.v1 as vf
-from pydantic import model_validator
+from pydantic import ConfigDict, Field, create_model, model_validator
 from verifiers.v1.harnesses.null import NullHarnessConfig
 
-from gsm8k_multireward.config import DEFAULT_SYSTEM_PROMPT, GSM8KConfig
+from gsm8k_multireward.config import DEFAULT_SYSTEM_PROMPT, SCORING_SETTINGS, GSM8KConfig
 from gsm8k_multireward.data import load_examples
 from gsm8k_multireward.grading import MathGrader
 from gsm8k_multireward.rewards import CORRECT_ANSWER, LENGTH_REWARD, ascore_completion
 
-_DEFAULTS = GSM8KConfig()
+ARGUMENTS = tuple(f.name for f in fields(GSM8KConfig) if f.name != "system_prompt")
+"""`GSM8KConfig`'s fields that are taskset config fields (v1 has its own `system_prompt`)."""
 
 
-class GSM8KMultirewardData(vf.TaskData):
-    """One question (the `prompt`), its gold number, and the settings it is scored with."""
+def attribute_docs(cls: type) -> dict[str, str]:
+    """The docstrings written under the fields of dataclass `cls`."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    return {
+        node.target.id: inspect.cleandoc(after.value.value)
+        for node, after in pairwise(body)
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and isinstance(after, ast.Expr)
+        and isinstance(after.value, ast.Constant)
+        and isinstance(after.value.value, str)
+    }
+
+
+def config_fields(names: tuple[str, ...]) -> dict[str, Any]:
+    """These `GSM8KConfig` fields as pydantic fields: type, default and documentation."""
+    types, docs = get_type_hints(GSM8KConfig), attribute_docs(GSM8KConfig)
+    defaults = {f.name: f.default for f in fields(GSM8KConfig)}
+    return {name: (types[name], Field(defaults[name], description=docs[name])) for name in names}
+
+
+class _ScoredTaskData(vf.TaskData):
+    """What the generated task data adds to its fields."""
 
     answer: str
-    length_threshold_tokens: int | None = _DEFAULTS.length_threshold_tokens
-    chars_per_token: float = _DEFAULTS.chars_per_token
-    math_verify_max_workers: int = _DEFAULTS.math_verify_max_workers
-    math_verify_timeout: float = _DEFAULTS.math_verify_timeout
+    """The gold number."""
 
     def scoring_config(self) -> GSM8KConfig:
-        return GSM8KConfig(
-            length_threshold_tokens=self.length_threshold_tokens,
-            chars_per_token=self.chars_per_token,
-            math_verify_max_workers=self.math_verify_max_workers,
-            math_verify_timeout=self.math_verify_timeout,
-        )
+        return GSM8KConfig(**{name: getattr(self, name) for name in SCORING_SETTINGS})
+
+
+GSM8KMultirewardData = create_model(
+    "GSM8KMultirewardData",
+    __base__=_ScoredTaskData,
+    __module__=__name__,
+    __doc__="One question (the `prompt`), its gold number, and the settings it is scored with.",
+    **config_fields(SCORING_SETTINGS),
+)
+
+
+class GSM8KMultirewardState(vf.State):
+    """In-memory only (verifiers never serialises `trace.state`)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    scores: asyncio.Future[dict[str, float]] | None = Field(None, exclude=True)
+    """The rollout's grading, done once: the first reward function to ask starts it."""
 
 
 _GRADERS: dict[tuple[int, float], MathGrader] = {}
@@ -71,16 +111,9 @@ def close_graders() -> None:
         grader.close()
 
 
-_GRADINGS: dict[int, tuple[tuple[Any, ...], asyncio.Future[dict[str, float]]]] = {}
-"""One grading per live trace (keyed by `id`, dropped when the trace is collected), shared by
-the two rewards."""
-
-
-def _failed(grading: asyncio.Future[Any]) -> bool:
-    return grading.done() and (grading.cancelled() or grading.exception() is not None)
-
-
-class GSM8KMultirewardTask(vf.Task[GSM8KMultirewardData]):
+class GSM8KMultirewardTask(
+    vf.Task[GSM8KMultirewardData, GSM8KMultirewardState, vf.TaskConfig]  # type: ignore[valid-type]
+):
     async def _grade(self, reply: str, reported: int | None) -> dict[str, float]:
         data = self.data
         return await ascore_completion(
@@ -92,25 +125,14 @@ class GSM8KMultirewardTask(vf.Task[GSM8KMultirewardData]):
         )
 
     async def _scores(self, trace: vf.Trace) -> dict[str, float]:
-        """Both rewards' scores, graded once per trace: the second reward to ask awaits the
-        first one's grading (a trace whose reply or usage changed is graded again)."""
-        usage = trace.usage
-        # An endpoint that reports no usage leaves 0 tokens: fall back to characters then.
-        reported = usage.completion_tokens if usage is not None else 0
-        reply = trace.last_reply
-        key = (self.data.answer, reply, reported if reported > 0 else None)
-        loop = asyncio.get_running_loop()
-        memo = _GRADINGS.get(id(trace))
-        if memo is None or memo[0] != key or memo[1].get_loop() is not loop or _failed(memo[1]):
-            grading = asyncio.ensure_future(self._grade(reply, key[2]))
-            try:
-                if memo is None:
-                    weakref.finalize(trace, _GRADINGS.pop, id(trace), None)
-            except TypeError:  # an object without weak references: grade without sharing
-                return await grading
-            memo = _GRADINGS[id(trace)] = (key, grading)
+        state: GSM8KMultirewardState = trace.state
+        if state.scores is None:
+            usage = trace.usage
+            # An endpoint that reports no usage leaves 0 tokens: fall back to characters then.
+            reported = usage.completion_tokens if usage is not None else 0
+            state.scores = asyncio.ensure_future(self._grade(trace.last_reply, reported or None))
         # Shielded: one reward being cancelled does not cancel the other's grading.
-        return await asyncio.shield(memo[1])
+        return await asyncio.shield(state.scores)
 
     # The two rewards run concurrently and share one grading of the trace.
     @vf.reward(weight=1.0)
@@ -121,59 +143,51 @@ class GSM8KMultirewardTask(vf.Task[GSM8KMultirewardData]):
     async def length_reward(self, trace: vf.Trace) -> float:
         return (await self._scores(trace))[LENGTH_REWARD]
 
+    async def validate(self, runtime: Any) -> bool:
+        """The gold answer, boxed as the system prompt asks, grades as correct."""
+        scores = await self._grade(f"\\boxed{{{self.data.answer}}}", None)
+        return scores[CORRECT_ANSWER] == 1.0
 
-class GSM8KMultirewardTasksetConfig(vf.TasksetConfig):
-    """The environment's arguments; `GSM8KConfig` documents each one."""
 
-    dataset_name: str = _DEFAULTS.dataset_name
-    dataset_subset: str = _DEFAULTS.dataset_subset
-    dataset_split: str = _DEFAULTS.dataset_split
-    length_threshold_tokens: int | None = _DEFAULTS.length_threshold_tokens
-    length_reward_weight: float = _DEFAULTS.length_reward_weight
-    chars_per_token: float = _DEFAULTS.chars_per_token
-    math_verify_max_workers: int = _DEFAULTS.math_verify_max_workers
-    math_verify_timeout: float = _DEFAULTS.math_verify_timeout
-    num_examples: int | None = _DEFAULTS.num_examples
+class _ArgumentsConfig(vf.TasksetConfig):
+    """What the generated config adds to its fields: the core's checks and the length weight."""
 
     def core_config(self) -> GSM8KConfig:
         """The core's config for these arguments (validates them)."""
-        return GSM8KConfig(
-            dataset_name=self.dataset_name,
-            dataset_subset=self.dataset_subset,
-            dataset_split=self.dataset_split,
-            length_threshold_tokens=self.length_threshold_tokens,
-            length_reward_weight=self.length_reward_weight,
-            chars_per_token=self.chars_per_token,
-            math_verify_max_workers=self.math_verify_max_workers,
-            math_verify_timeout=self.math_verify_timeout,
-            num_examples=self.num_examples,
-        )
+        return GSM8KConfig(**{name: getattr(self, name) for name in ARGUMENTS})
 
     @model_validator(mode="after")
-    def _apply_length_reward_weight(self) -> GSM8KMultirewardTasksetConfig:
+    def _apply_length_reward_weight(self) -> _ArgumentsConfig:
         self.core_config()
         rewards = dict(self.task.rewards)
         pinned = rewards.get(LENGTH_REWARD)
-        if pinned is not None and pinned.weight not in (None, self.length_reward_weight):
+        weight = self.length_reward_weight  # type: ignore[attr-defined]  # a generated field
+        if pinned is not None and pinned.weight not in (None, weight):
             raise ValueError(
                 f"task.rewards.{LENGTH_REWARD}.weight={pinned.weight} contradicts "
-                f"length_reward_weight={self.length_reward_weight}; set only length_reward_weight"
+                f"length_reward_weight={weight}; set only length_reward_weight"
             )
         base = pinned or vf.RewardFunctionConfig()
-        rewards[LENGTH_REWARD] = base.model_copy(update={"weight": self.length_reward_weight})
+        rewards[LENGTH_REWARD] = base.model_copy(update={"weight": weight})
         self.task = self.task.model_copy(update={"rewards": rewards})
         return self
 
 
-class GSM8KMultirewardTaskset(vf.Taskset[GSM8KMultirewardTask, GSM8KMultirewardTasksetConfig]):
+GSM8KMultirewardTasksetConfig = create_model(
+    "GSM8KMultirewardTasksetConfig",
+    __base__=_ArgumentsConfig,
+    __module__=__name__,
+    __doc__="The environment's arguments (`GSM8KConfig`), one field each.",
+    **config_fields(ARGUMENTS),
+)
+
+
+class GSM8KMultirewardTaskset(
+    vf.Taskset[GSM8KMultirewardTask, GSM8KMultirewardTasksetConfig]  # type: ignore[valid-type]
+):
     def load(self) -> list[GSM8KMultirewardTask]:
         config = self.config.core_config()
-        settings = {
-            "length_threshold_tokens": config.length_threshold_tokens,
-            "chars_per_token": config.chars_per_token,
-            "math_verify_max_workers": config.math_verify_max_workers,
-            "math_verify_timeout": config.math_verify_timeout,
-        }
+        settings = {name: getattr(config, name) for name in SCORING_SETTINGS}
         return [
             GSM8KMultirewardTask(
                 GSM8KMultirewardData(
