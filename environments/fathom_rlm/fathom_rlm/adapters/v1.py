@@ -104,10 +104,14 @@ class FathomTask(vf.Task[FathomData, FathomState, vf.TaskConfig]):
 
 
 def attribute_docs(cls: type) -> dict[str, str]:
-    """The docstrings written under the fields of `cls` and its bases (later classes win)."""
+    """The docstrings written under the fields of `cls` and its bases (later classes win; none
+    for a class whose source is not installed: `--help` then omits them, nothing else changes)."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__[:-1]):
-        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        try:
+            body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        except (OSError, TypeError):
+            continue
         for node, after in pairwise(body):
             if (
                 isinstance(node, ast.AnnAssign)

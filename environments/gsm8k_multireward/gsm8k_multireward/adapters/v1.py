@@ -41,8 +41,12 @@ ARGUMENTS = tuple(f.name for f in fields(GSM8KConfig) if f.name != "system_promp
 
 
 def attribute_docs(cls: type) -> dict[str, str]:
-    """The docstrings written under the fields of dataclass `cls`."""
-    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    """The docstrings written under the fields of dataclass `cls` (none when its source is not
+    installed: the fields then go undocumented in `--help`, nothing else changes)."""
+    try:
+        body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    except (OSError, TypeError):
+        return {}
     return {
         node.target.id: inspect.cleandoc(after.value.value)
         for node, after in pairwise(body)
@@ -58,7 +62,9 @@ def config_fields(names: tuple[str, ...]) -> dict[str, Any]:
     """These `GSM8KConfig` fields as pydantic fields: type, default and documentation."""
     types, docs = get_type_hints(GSM8KConfig), attribute_docs(GSM8KConfig)
     defaults = {f.name: f.default for f in fields(GSM8KConfig)}
-    return {name: (types[name], Field(defaults[name], description=docs[name])) for name in names}
+    return {
+        name: (types[name], Field(defaults[name], description=docs.get(name))) for name in names
+    }
 
 
 class _ScoredTaskData(vf.TaskData):
