@@ -218,9 +218,7 @@ def test_bounded_literal_regexes_match_exactly_as_written(pattern: str, flags: s
     ]
     assert text_helpers.re_findall(pattern, text, flags) == plain.findall(text)
     assert text_helpers.re_count(pattern, text, flags) == len(plain.findall(text))
-    assert text_helpers.re_sub(pattern, "<\\g<0>>", text, 0, flags) == plain.sub(
-        "<\\g<0>>", text
-    )
+    assert text_helpers.re_sub(pattern, "<\\g<0>>", text, 0, flags) == plain.sub("<\\g<0>>", text)
     assert text_helpers.re_split(pattern, text, 0, flags) == plain.split(text)
     assert text_helpers.re_search(pattern, text, flags) == (
         None if (m := plain.search(text)) is None else (m.start(), m.end(), m.group(0), m.groups())
