@@ -82,7 +82,6 @@ class Run:
     commands: tuple[str, ...]
     endpoint: bool = False  # substitute the placeholders with the scripted policy server
     venv: str | None = None  # a matrix venv (its interpreter's variable) put first on PATH
-    machine_python: bool = False  # `python` is the machine's, not the workspace venv's
     server_ready: str | None = None  # a server: poll this URL (or "printed") and stop it
     ports: tuple[int, ...] = ()  # fixed loopback ports the commands bind
     expect: dict[str, int] = field(default_factory=dict)  # glob in the copy -> at least N lines
@@ -94,7 +93,6 @@ RUNS: dict[str, Run] = {
     # The default evaluation takes about a minute: run once, inside the quickstart.
     "quickstart-evaluate": Run(
         ("python -m pip install uv && uv run python -m envtools.evaluate",),
-        machine_python=True,
         expect={"outputs/eval/report.md": 20, "outputs/eval/rollouts.jsonl": 36},
         says=("# fathom-rlm evaluation",),
         also_runs=("uv run python -m envtools.evaluate",),
@@ -333,8 +331,11 @@ def _substitute(command: str, url: str) -> str:
     return command
 
 
-def _path(spec: Run, bin_dir: Path) -> str:
-    """PATH as a fresh shell has it (no venv active), plus a venv the command expects active."""
+def _path(spec: Run) -> str:
+    """PATH as a fresh shell has it, plus a venv the command expects active.
+
+    Without the workspace venv, `python` is the machine's (with pip), as in a fresh shell.
+    """
     venv_bin = str(Path(sys.executable).parent)
     entries = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin]
     uv = shutil.which("uv")
@@ -351,11 +352,6 @@ def _path(spec: Run, bin_dir: Path) -> str:
                 pytest.fail(reason)
             pytest.skip(reason)
         entries.insert(0, str(Path(python).parent))
-    if spec.machine_python:
-        # The machine's Python, with pip: the documented command bootstraps uv through it.
-        machine = Path(getattr(sys, "_base_executable", sys.executable))
-        (bin_dir / "python").symlink_to(machine)
-        entries.insert(0, str(bin_dir))
     return os.pathsep.join(entries)
 
 
@@ -428,9 +424,7 @@ def test_documented_command_runs_as_written(
             pytest.skip(f"127.0.0.1:{port}, which the command binds, is in use by another process")
     copy = tmp_path / "repo"
     shutil.copytree(ROOT, copy, ignore=COPY_IGNORE, symlinks=True)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    path = _path(spec, bin_dir)
+    path = _path(spec)
     commands = list(spec.commands)
     if spec.endpoint:
         url = request.getfixturevalue("endpoint_url")
