@@ -282,7 +282,7 @@ async def bench_loop_lag(doc: str, big_chars: int, repeats: int = 3) -> dict[str
     return {key: round(statistics.median(r[key] for r in runs), 1) for key in runs[0]}
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--doc-chars", type=int, default=800_000)
     parser.add_argument("--sessions", type=int, default=30, help="sessions timed for start-up")
@@ -292,8 +292,60 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print raw numbers as JSON")
     parser.add_argument("--big-chars", type=int, default=24_000_000, help="loop-lag text size")
     parser.add_argument("--loop-lag-only", action="store_true", help="only the loop-lag numbers")
-    args = parser.parse_args()
+    return parser
 
+
+def print_table(n: dict[str, Any], sessions: int, alive: bool) -> None:
+    """The numbers as the Markdown table docs/sandbox.md holds."""
+    print(
+        f"document: {n['doc_chars']} chars, regex matches: {n['regex_matches']}; "
+        f"isolation: {n['isolation']}; cpus: {n['cpus']}"
+    )
+    print(f"fork server start (once per process): {n['fork_server_start_ms']:.0f} ms")
+    print()
+    print(
+        "| measurement | sandbox session | plain exec | RestrictedPython in-process "
+        "| fresh python per call |"
+    )
+    print("|---|---|---|---|---|")
+    print(
+        f"| worker ready, median (p90) over {sessions} | {n['ready_median']:.1f} ms "
+        f"({n['ready_p90']:.1f}) | - | - | - |"
+    )
+    print(
+        f"| CPU per session life (start, one slice, close), mean over {sessions} "
+        f"| parent {n['life_cpu_parent_ms']:.1f} ms + fork server and worker "
+        f"{n['life_cpu_sandbox_ms']:.1f} ms | - | - | - |"
+    )
+    print(
+        f"| `{SLICE}` round trip, median (p90) | {n['slice_median']:.2f} ms "
+        f"({n['slice_p90']:.2f}) | {n['plain_slice']:.3f} ms | {n['rp_slice']:.3f} ms "
+        f"| {n['fresh_slice']:.1f} ms |"
+    )
+    print(
+        f"| `{REGEX}` round trip, median (p90) | {n['regex_median']:.2f} ms "
+        f"({n['regex_p90']:.2f}) | {n['plain_regex']:.3f} ms | {n['rp_regex']:.3f} ms "
+        f"| {n['fresh_regex']:.1f} ms |"
+    )
+    print(
+        f"| `{REGEX_B}` round trip, median | {n['regex_b_median']:.2f} ms "
+        f"| {n['plain_regex_b']:.3f} ms | {n['rp_regex_b']:.3f} ms | {n['fresh_regex_b']:.1f} ms |"
+    )
+    print(
+        f"| idle session memory | RSS {n['idle_rss_mb']:.1f} MB, PSS {n['idle_pss_mb']:.1f} MB "
+        "| - | - | - |"
+    )
+    if alive:
+        print(
+            f"| {n['alive_alive']} sessions alive | PSS total {n['alive_workers_pss_total_mb']:.0f}"
+            f" MB (RSS sum {n['alive_workers_rss_total_mb']:.0f} MB), parent +"
+            f"{n['alive_parent_rss_growth_mb']:.0f} MB; started in {n['alive_start_all_s']:.2f} s;"
+            f" one slice on each: {n['alive_slice_round_all_ms']:.0f} ms | - | - | - |"
+        )
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     doc = make_document(args.doc_chars)
     if args.loop_lag_only:
         try:
@@ -327,52 +379,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(numbers, indent=2))
         return
-    n = numbers
-    print(
-        f"document: {n['doc_chars']} chars, regex matches: {n['regex_matches']}; "
-        f"isolation: {n['isolation']}; cpus: {n['cpus']}"
-    )
-    print(f"fork server start (once per process): {n['fork_server_start_ms']:.0f} ms")
-    print()
-    print(
-        "| measurement | sandbox session | plain exec | RestrictedPython in-process "
-        "| fresh python per call |"
-    )
-    print("|---|---|---|---|---|")
-    print(
-        f"| worker ready, median (p90) over {args.sessions} | {n['ready_median']:.1f} ms "
-        f"({n['ready_p90']:.1f}) | - | - | - |"
-    )
-    print(
-        f"| CPU per session life (start, one slice, close), mean over {args.sessions} "
-        f"| parent {n['life_cpu_parent_ms']:.1f} ms + fork server and worker "
-        f"{n['life_cpu_sandbox_ms']:.1f} ms | - | - | - |"
-    )
-    print(
-        f"| `{SLICE}` round trip, median (p90) | {n['slice_median']:.2f} ms "
-        f"({n['slice_p90']:.2f}) | {n['plain_slice']:.3f} ms | {n['rp_slice']:.3f} ms "
-        f"| {n['fresh_slice']:.1f} ms |"
-    )
-    print(
-        f"| `{REGEX}` round trip, median (p90) | {n['regex_median']:.2f} ms "
-        f"({n['regex_p90']:.2f}) | {n['plain_regex']:.3f} ms | {n['rp_regex']:.3f} ms "
-        f"| {n['fresh_regex']:.1f} ms |"
-    )
-    print(
-        f"| `{REGEX_B}` round trip, median | {n['regex_b_median']:.2f} ms "
-        f"| {n['plain_regex_b']:.3f} ms | {n['rp_regex_b']:.3f} ms | {n['fresh_regex_b']:.1f} ms |"
-    )
-    print(
-        f"| idle session memory | RSS {n['idle_rss_mb']:.1f} MB, PSS {n['idle_pss_mb']:.1f} MB "
-        "| - | - | - |"
-    )
-    if alive:
-        print(
-            f"| {n['alive_alive']} sessions alive | PSS total {n['alive_workers_pss_total_mb']:.0f}"
-            f" MB (RSS sum {n['alive_workers_rss_total_mb']:.0f} MB), parent +"
-            f"{n['alive_parent_rss_growth_mb']:.0f} MB; started in {n['alive_start_all_s']:.2f} s;"
-            f" one slice on each: {n['alive_slice_round_all_ms']:.0f} ms | - | - | - |"
-        )
+    print_table(numbers, args.sessions, bool(alive))
 
 
 if __name__ == "__main__":

@@ -165,7 +165,7 @@ def latency_under_load(
     }
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--data",
@@ -179,8 +179,131 @@ def main() -> int:
     parser.add_argument("--load-threads", type=int, default=8, help="threads in the load test")
     parser.add_argument("--skip-baseline", action="store_true", help="skip plain math-verify")
     parser.add_argument("--json", default=None, help="also write the results to this file")
-    args = parser.parse_args()
+    return parser
 
+
+def bench_grader(
+    grader: MathGrader, pairs_input: list[tuple[str, str]], repeats: int, results: dict
+) -> list[float]:
+    """MathGrader's throughput over every completion; returns its scores."""
+
+    def ours() -> list[float]:
+        return grader.grade_many([(extract_answer(text), gold) for text, gold in pairs_input])
+
+    # Warm-up run: starts the worker processes (imports) outside the timed runs.
+    warm_started = time.perf_counter()
+    ours()
+    warm = time.perf_counter() - warm_started
+    median, timings, our_scores = time_median(ours, repeats)
+    to_workers = grader.pool.started
+    needed = sum(1 for text, gold in pairs_input if _needs_worker(extract_answer(text), gold))
+    count = len(pairs_input)
+    results["ours"] = {
+        "answers_per_s": count / median,
+        "runs_s": timings,
+        "warmup_s": warm,
+        "share_to_math_verify": needed / count,
+        "workers_started": to_workers,
+        "correct": sum(our_scores),
+    }
+    print(
+        f"MathGrader: {count / median:,.0f} answers/s (median of "
+        f"{repeats}: {', '.join(f'{t:.2f}s' for t in timings)}); "
+        f"{needed / count:.0%} of answers went to math-verify workers; "
+        f"{sum(our_scores):.0f} graded correct"
+    )
+    return our_scores
+
+
+def bench_worker_path(
+    grader: MathGrader,
+    pairs_input: list[tuple[str, str]],
+    repeats: int,
+    baseline: bool,
+    results: dict,
+) -> None:
+    """Only the answers that need math-verify: the speed of the bounded worker path."""
+    hard = [
+        (extract_answer(text), gold)
+        for text, gold in pairs_input
+        if _needs_worker(extract_answer(text), gold)
+    ]
+    median_hard, timings_hard, _ = time_median(lambda: grader.grade_many(hard), repeats)
+    results["ours_math_verify_path"] = {
+        "answers": len(hard),
+        "answers_per_s": len(hard) / median_hard,
+        "runs_s": timings_hard,
+    }
+    print(
+        f"MathGrader, math-verify path only ({len(hard)} answers): "
+        f"{len(hard) / median_hard:,.0f} answers/s"
+    )
+    if baseline:
+        median_hb, timings_hb, _ = time_median(lambda: run_math_verify_boxed(hard), repeats)
+        results["math_verify_same_path_in_process"] = {
+            "answers_per_s": len(hard) / median_hb,
+            "runs_s": timings_hb,
+        }
+        print(
+            f"plain math-verify in this process on the same {len(hard)} extracted answers: "
+            f"{len(hard) / median_hb:,.0f} answers/s"
+        )
+
+
+def bench_poison(
+    grader: MathGrader, pairs_input: list[tuple[str, str]], threads: int, results: dict
+) -> None:
+    """Poison answers among normal ones under load, with the pre-filter on and off."""
+    normal = [(extract_answer(text), gold) for text, gold in pairs_input]
+    for prefilter in (True, False):
+        grader.prefilter = prefilter
+        load = latency_under_load(grader, normal, threads)
+        key = "load_prefilter" if prefilter else "load_no_prefilter"
+        results[key] = load
+        scores = ", ".join(
+            f"{name}: {load['poison_scores'][name]:.0f} in {load['poison_latency_s'][name]:.2f}s"
+            for name in POISON
+        )
+        print(
+            f"Poison under load ({threads} threads, pre-filter "
+            f"{'on' if prefilter else 'off'}): worst {load['poison_max_s']:.3f}s; {scores}; "
+            f"normal answers meanwhile: {load['normal_graded']} graded, p50 "
+            f"{load['normal_p50_ms']:.2f} ms, p99 {load['normal_p99_ms']:.1f} ms, max "
+            f"{load['normal_max_ms']:.0f} ms"
+        )
+    grader.prefilter = True
+
+
+def bench_plain_math_verify(
+    items: list[tuple[str, str, str]], our_scores: list[float], repeats: int, results: dict
+) -> None:
+    """Plain math-verify over every completion, and where it disagrees with MathGrader."""
+    median_mv, timings_mv, mv_scores = time_median(lambda: run_math_verify(items), repeats)
+    agree = sum(1 for a, b in zip(our_scores, mv_scores, strict=True) if a == b)
+    disagreements = Counter(
+        f"{form}: ours {a:.0f} / math-verify {b:.0f}"
+        for (form, _, _), a, b in zip(items, our_scores, mv_scores, strict=True)
+        if a != b
+    )
+    results["math_verify"] = {
+        "answers_per_s": len(items) / median_mv,
+        "runs_s": timings_mv,
+        "correct": sum(mv_scores),
+        "agreement": agree / len(items),
+        "disagreements": dict(disagreements),
+    }
+    print(
+        f"plain math-verify: {len(items) / median_mv:,.0f} answers/s (median of "
+        f"{repeats}: {', '.join(f'{t:.2f}s' for t in timings_mv)}); "
+        f"{sum(mv_scores):.0f} graded correct"
+    )
+    print(f"agreement: {agree}/{len(items)} ({agree / len(items):.2%})")
+    for line, count in disagreements.most_common():
+        print(f"  {count:5d}  {line}")
+
+
+def main() -> int:
+    args = build_parser().parse_args()
     data = Path(args.data)
     if not data.is_file():
         print(
@@ -201,104 +324,11 @@ def main() -> int:
 
     results: dict = {"questions": len(rows), "completions": len(items)}
     with MathGrader(max_workers=args.max_workers, timeout=args.timeout) as grader:
-
-        def ours() -> list[float]:
-            return grader.grade_many([(extract_answer(text), gold) for text, gold in pairs_input])
-
-        # Warm-up run: starts the worker processes (imports) outside the timed runs.
-        warm_started = time.perf_counter()
-        ours()
-        warm = time.perf_counter() - warm_started
-        median, timings, our_scores = time_median(ours, args.repeats)
-        to_workers = grader.pool.started
-        needed = sum(1 for text, gold in pairs_input if _needs_worker(extract_answer(text), gold))
-        results["ours"] = {
-            "answers_per_s": len(items) / median,
-            "runs_s": timings,
-            "warmup_s": warm,
-            "share_to_math_verify": needed / len(items),
-            "workers_started": to_workers,
-            "correct": sum(our_scores),
-        }
-        print(
-            f"MathGrader: {len(items) / median:,.0f} answers/s (median of "
-            f"{args.repeats}: {', '.join(f'{t:.2f}s' for t in timings)}); "
-            f"{needed / len(items):.0%} of answers went to math-verify workers; "
-            f"{sum(our_scores):.0f} graded correct"
-        )
-
-        # Only the answers that need math-verify: the speed of the bounded worker path.
-        hard = [
-            (extract_answer(text), gold)
-            for text, gold in pairs_input
-            if _needs_worker(extract_answer(text), gold)
-        ]
-        median_hard, timings_hard, _ = time_median(lambda: grader.grade_many(hard), args.repeats)
-        results["ours_math_verify_path"] = {
-            "answers": len(hard),
-            "answers_per_s": len(hard) / median_hard,
-            "runs_s": timings_hard,
-        }
-        print(
-            f"MathGrader, math-verify path only ({len(hard)} answers): "
-            f"{len(hard) / median_hard:,.0f} answers/s"
-        )
-        if not args.skip_baseline:
-            median_hb, timings_hb, _ = time_median(
-                lambda: run_math_verify_boxed(hard), args.repeats
-            )
-            results["math_verify_same_path_in_process"] = {
-                "answers_per_s": len(hard) / median_hb,
-                "runs_s": timings_hb,
-            }
-            print(
-                f"plain math-verify in this process on the same {len(hard)} extracted answers: "
-                f"{len(hard) / median_hb:,.0f} answers/s"
-            )
-
-        normal = [(extract_answer(text), gold) for text, gold in pairs_input]
-        for prefilter in (True, False):
-            grader.prefilter = prefilter
-            load = latency_under_load(grader, normal, args.load_threads)
-            key = "load_prefilter" if prefilter else "load_no_prefilter"
-            results[key] = load
-            scores = ", ".join(
-                f"{name}: {load['poison_scores'][name]:.0f} in "
-                f"{load['poison_latency_s'][name]:.2f}s"
-                for name in POISON
-            )
-            print(
-                f"Poison under load ({args.load_threads} threads, pre-filter "
-                f"{'on' if prefilter else 'off'}): worst {load['poison_max_s']:.3f}s; {scores}; "
-                f"normal answers meanwhile: {load['normal_graded']} graded, p50 "
-                f"{load['normal_p50_ms']:.2f} ms, p99 {load['normal_p99_ms']:.1f} ms, max "
-                f"{load['normal_max_ms']:.0f} ms"
-            )
-        grader.prefilter = True
-
+        our_scores = bench_grader(grader, pairs_input, args.repeats, results)
+        bench_worker_path(grader, pairs_input, args.repeats, not args.skip_baseline, results)
+        bench_poison(grader, pairs_input, args.load_threads, results)
     if not args.skip_baseline:
-        median_mv, timings_mv, mv_scores = time_median(lambda: run_math_verify(items), args.repeats)
-        agree = sum(1 for a, b in zip(our_scores, mv_scores, strict=True) if a == b)
-        disagreements = Counter(
-            f"{form}: ours {a:.0f} / math-verify {b:.0f}"
-            for (form, _, _), a, b in zip(items, our_scores, mv_scores, strict=True)
-            if a != b
-        )
-        results["math_verify"] = {
-            "answers_per_s": len(items) / median_mv,
-            "runs_s": timings_mv,
-            "correct": sum(mv_scores),
-            "agreement": agree / len(items),
-            "disagreements": dict(disagreements),
-        }
-        print(
-            f"plain math-verify: {len(items) / median_mv:,.0f} answers/s (median of "
-            f"{args.repeats}: {', '.join(f'{t:.2f}s' for t in timings_mv)}); "
-            f"{sum(mv_scores):.0f} graded correct"
-        )
-        print(f"agreement: {agree}/{len(items)} ({agree / len(items):.2%})")
-        for line, count in disagreements.most_common():
-            print(f"  {count:5d}  {line}")
+        bench_plain_math_verify(items, our_scores, args.repeats, results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0

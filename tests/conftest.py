@@ -46,6 +46,32 @@ def _script(python: Path, name: str) -> Path:
     return path
 
 
+def offline_subprocess_env(**extra: str) -> dict[str, str]:
+    """The environment for a test's subprocess: no network beyond loopback, no real keys.
+
+    The hub, datasets, transformers and pip are told to stay offline; `extra` is added on top.
+    """
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("VIRTUAL_ENV") and "API_KEY" not in key
+    }
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        PIP_NO_INDEX="1",
+        **extra,
+    )
+    return env
+
+
+@pytest.fixture(scope="session")
+def offline_env() -> Callable[..., dict[str, str]]:
+    """`offline_subprocess_env`, for test modules (they cannot import this file)."""
+    return offline_subprocess_env
+
+
 def _offline_env(**extra: str) -> dict[str, str]:
     """The environment for a matrix subprocess: no network beyond loopback.
 
@@ -56,23 +82,13 @@ def _offline_env(**extra: str) -> dict[str, str]:
     uv = shutil.which("uv")
     if uv is None:
         pytest.fail("`uv` must be on PATH: the v1 null harness runs its program through it")
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("VIRTUAL_ENV") and "API_KEY" not in key
-    }
-    env.update(
-        HF_HUB_OFFLINE="1",
-        HF_DATASETS_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
+    return offline_subprocess_env(
         UV_OFFLINE="1",
-        PIP_NO_INDEX="1",
         PIP_DISABLE_PIP_VERSION_CHECK="1",
         POLICY_API_KEY="scripted",
-        PATH=os.pathsep.join([str(Path(uv).parent), env.get("PATH", "")]),
+        PATH=os.pathsep.join([str(Path(uv).parent), os.environ.get("PATH", "")]),
         **extra,
     )
-    return env
 
 
 def _run(argv: list[str | Path], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:

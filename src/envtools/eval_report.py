@@ -11,6 +11,7 @@ from typing import Any
 
 from fathom_rlm.documents import FAMILIES
 from fathom_rlm.rewards import COMPONENT_NAMES, REWARD_NAME
+from fathom_rlm.tokens import CHARS_PER_TOKEN
 
 from envtools.stats import DEFAULT_RESAMPLES, Estimate, mean_ci
 
@@ -76,12 +77,16 @@ def _fmt_count(e: Estimate, digits: int = 0) -> str:
     return f"{e.mean:,.{digits}f} [{e.low:,.{digits}f}, {e.high:,.{digits}f}]"
 
 
-def render_report(results: dict[str, Any]) -> str:
-    """The Markdown report of a `results.json` document."""
-    cfg = results["config"]
-    policies = results["policies"]
-    family_counts = Counter(t["family"] for t in results["tasks"])
-    lines = [
+def _table(title: str, intro: str, columns: list[str], rows: list[list[str]]) -> list[str]:
+    """A report section: heading, one paragraph, then a table with one row per policy."""
+    lines = ["", f"## {title}", "", intro, "", "| " + " | ".join(columns) + " |"]
+    lines.append("|" + "---|" * len(columns))
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _header(cfg: dict[str, Any], family_counts: Counter[str]) -> list[str]:
+    return [
         "# fathom-rlm evaluation",
         "",
         f"Command: `{cfg['command']}`",
@@ -91,69 +96,88 @@ def render_report(results: dict[str, Any]) -> str:
         + ", ".join(f"{f} {family_counts[f]}" for f in FAMILIES if family_counts[f])
         + ". Each cell is the mean with its 95% percentile-bootstrap interval over tasks "
         f"({cfg['resamples']:,} resamples, seed {cfg['seed']}).",
-        "",
-        "## Reward and components",
-        "",
+    ]
+
+
+def _rewards_table(policies: dict[str, Any]) -> list[str]:
+    rows = [
+        [name, str(p["rollouts"]), str(p["errors"])]
+        + [_estimate(p["rewards"][k]).format(3) for k in REWARD_KEYS]
+        for name, p in policies.items()
+    ]
+    return _table(
+        "Reward and components",
         "A failed rollout (see Errors) scores 0 on every component.",
-        "",
-        "| policy | rollouts | errors | " + " | ".join(REWARD_KEYS) + " |",
-        "|---|---|---|" + "---|" * len(REWARD_KEYS),
+        ["policy", "rollouts", "errors", *REWARD_KEYS],
+        rows,
+    )
+
+
+def _metrics_row(name: str, p: dict[str, Any]) -> list[str]:
+    m = p["metrics"]
+    return [
+        name,
+        _fmt_count(_estimate(m["total_tokens"])),
+        _fmt_count(_estimate(m["tool_calls"]), 1),
+        _estimate(m["evidence_recall"]).format(2),
+        _estimate(m["depth_used"]).format(2) if "depth_used" in m else "n/a",
+        str(p["tool_errors"]),
+        ", ".join(f"{k} {v}" for k, v in sorted(p["ended_by"].items())),
     ]
-    for name, p in policies.items():
-        cells = [_estimate(p["rewards"][k]).format(3) for k in REWARD_KEYS]
-        lines.append(f"| {name} | {p['rollouts']} | {p['errors']} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "## Metrics",
-        "",
+
+
+def _metrics_table(policies: dict[str, Any]) -> list[str]:
+    return _table(
+        "Metrics",
         "Over completed rollouts. Tokens are every model call of the rollout (root and sub-calls,"
-        " prompt and completion; characters / 4 where no usage is reported). Tool calls count"
-        " every call at any depth, bad ones included; tool errors are the calls answered with an"
-        " error.",
-        "",
-        "| policy | total tokens | tool calls | evidence recall | depth used | tool errors "
-        "| ended by |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for name, p in policies.items():
-        m = p["metrics"]
-        ended = ", ".join(f"{k} {v}" for k, v in sorted(p["ended_by"].items()))
-        lines.append(
-            f"| {name} | {_fmt_count(_estimate(m['total_tokens']))} | "
-            f"{_fmt_count(_estimate(m['tool_calls']), 1)} | "
-            f"{_estimate(m['evidence_recall']).format(2)} | "
-            f"{_estimate(m['depth_used']).format(2) if 'depth_used' in m else 'n/a'} | "
-            f"{p['tool_errors']} | {ended} |"
-        )
+        f" prompt and completion; characters / {CHARS_PER_TOKEN} where no usage is reported)."
+        " Tool calls count every call at any depth, bad ones included; tool errors are the calls"
+        " answered with an error.",
+        [
+            "policy",
+            "total tokens",
+            "tool calls",
+            "evidence recall",
+            "depth used",
+            "tool errors",
+            "ended by",
+        ],
+        [_metrics_row(name, p) for name, p in policies.items()],
+    )
+
+
+def _family_tables(policies: dict[str, Any], family_counts: Counter[str]) -> list[str]:
     families = [f for f in FAMILIES if family_counts[f]]
-    lines += [
-        "",
-        "## Correctness by family",
-        "",
-        "Mean correctness (tasks per family in the header); intervals are in results.json.",
-        "",
-        "| policy | " + " | ".join(f"{f} ({family_counts[f]})" for f in families) + " |",
-        "|---|" + "---|" * len(families),
+    correct = [
+        [name]
+        + [f"{p['by_family'][f]['mean']:.2f}" if f in p["by_family"] else "n/a" for f in families]
+        for name, p in policies.items()
     ]
-    for name, p in policies.items():
-        cells = [
-            f"{p['by_family'][f]['mean']:.2f}" if f in p["by_family"] else "n/a" for f in families
+    spent = [
+        [name]
+        + [
+            f"{p['tokens_by_family'][f]['mean']:,.0f}"
+            if f in p.get("tokens_by_family", {})
+            else "n/a"
+            for f in families
         ]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "## Tokens by family",
-        "",
-        "Mean total tokens per completed rollout (every model call, root and sub-calls).",
-        "",
-        "| policy | " + " | ".join(families) + " |",
-        "|---|" + "---|" * len(families),
+        for name, p in policies.items()
     ]
-    for name, p in policies.items():
-        spent = p.get("tokens_by_family", {})
-        cells = [f"{spent[f]['mean']:,.0f}" if f in spent else "n/a" for f in families]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += ["", "## Errors", ""]
+    return _table(
+        "Correctness by family",
+        "Mean correctness (tasks per family in the header); intervals are in results.json.",
+        ["policy"] + [f"{f} ({family_counts[f]})" for f in families],
+        correct,
+    ) + _table(
+        "Tokens by family",
+        "Mean total tokens per completed rollout (every model call, root and sub-calls).",
+        ["policy", *families],
+        spent,
+    )
+
+
+def _errors_section(results: dict[str, Any]) -> list[str]:
+    lines = ["", "## Errors", ""]
     errors = results.get("errors", [])
     if not errors:
         lines.append("No rollout failed.")
@@ -166,6 +190,18 @@ def render_report(results: dict[str, Any]) -> str:
         lines += ["", f"Chart: `{CHART_NAME}` (accuracy against mean total tokens per rollout)."]
     else:
         lines += ["", "No chart: no policy completed a rollout with a token count."]
+    return lines
+
+
+def render_report(results: dict[str, Any]) -> str:
+    """The Markdown report of a `results.json` document."""
+    policies = results["policies"]
+    family_counts = Counter(t["family"] for t in results["tasks"])
+    lines = _header(results["config"], family_counts)
+    lines += _rewards_table(policies)
+    lines += _metrics_table(policies)
+    lines += _family_tables(policies, family_counts)
+    lines += _errors_section(results)
     return "\n".join(lines) + "\n"
 
 

@@ -242,25 +242,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with the arguments taken together, or None."""
     if (args.model is None) != (args.base_url is None):
-        print("error: --model and --base-url go together", file=sys.stderr)
-        return 2
+        return "--model and --base-url go together"
     if not 0.0 <= args.max_failed_share <= 1.0:
-        print("error: --max-failed-share must be between 0 and 1", file=sys.stderr)
-        return 2
+        return "--max-failed-share must be between 0 and 1"
     if args.resamples < 1000:
-        print("error: --resamples must be at least 1000", file=sys.stderr)
-        return 2
+        return "--resamples must be at least 1000"
+    return None
+
+
+def _contenders(args: argparse.Namespace) -> list[Contender]:
+    """The scripted policies named (all of them without an endpoint) and the endpoint, if any.
+
+    ValueError for an unknown policy name or nothing to evaluate.
+    """
     names = args.policies
     if names is None:
         names = [] if args.model else list(fathom.POLICIES)
-    try:
-        contenders = scripted_contenders(names)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    contenders = scripted_contenders(names)
     if args.model:
         contenders.append(
             endpoint_contender(
@@ -275,12 +276,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
     if not contenders:
-        print("error: nothing to evaluate", file=sys.stderr)
-        return 2
+        raise ValueError("nothing to evaluate")
+    return contenders
+
+
+def _run_config(
+    args: argparse.Namespace, argv: Sequence[str] | None, contenders: list[Contender]
+) -> dict[str, Any]:
+    """What results.json records about the run, the command that repeats it first."""
     command = "uv run python -m envtools.evaluate" + "".join(
         f" {a}" for a in (argv if argv is not None else sys.argv[1:])
     )
-    config = {
+    return {
         "command": command,
         "split": args.split,
         "n": args.n,
@@ -293,6 +300,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "model": args.model,
         "base_url": args.base_url,
     }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        problem = _usage_error(args)
+        if problem is not None:
+            raise ValueError(problem)
+        contenders = _contenders(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    config = _run_config(args, argv, contenders)
     rows = sample_tasks(args.n, doc_tokens=args.doc_tokens, seed=args.seed, split=args.split)
     print(f"evaluating {len(contenders)} policies x {len(rows)} tasks", file=sys.stderr)
     from fathom_rlm.sandbox import shutdown_fork_servers, warm_up

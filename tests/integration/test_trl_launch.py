@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -46,41 +47,31 @@ def trl_python() -> Path:
 
 
 @pytest.fixture(scope="module")
-def tiny_model(trl_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_model(
+    trl_python: Path, trl_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
     """A 2-layer random Llama whose vocabulary holds the fixture answers as whole tokens."""
     out = tmp_path_factory.mktemp("tiny-model")
     _run(
         [trl_python, PROGRAMS / "tiny_model.py", out, *FIXTURE_ANSWERS, WRONG_ANSWER],
         cwd=out,
+        env=trl_env,
     )
     return out
 
 
-def _offline_env() -> dict[str, str]:
-    """No network beyond loopback: the hub, datasets and pip are all told to stay offline."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("VIRTUAL_ENV") and "API_KEY" not in key
-    }
-    env.update(
-        HF_HUB_OFFLINE="1",
-        HF_DATASETS_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        PIP_NO_INDEX="1",
-        TRL_EXPERIMENTAL_SILENCE="1",
-        # One torch thread: the machine is shared and the model is tiny.
-        OMP_NUM_THREADS="1",
-    )
-    return env
+@pytest.fixture(scope="module")
+def trl_env(offline_env: Callable[..., dict[str, str]]) -> dict[str, str]:
+    """No network beyond loopback, quiet TRL, one torch thread (the machine is shared)."""
+    return offline_env(TRL_EXPERIMENTAL_SILENCE="1", OMP_NUM_THREADS="1")
 
 
-def _run(argv: list, cwd: Path, stdin: str | None = None) -> str:
+def _run(argv: list, cwd: Path, env: dict[str, str], stdin: str | None = None) -> str:
     """Run a TRL-venv command; on failure, show its output. Returns stdout."""
     result = subprocess.run(
         [str(a) for a in argv],
         cwd=cwd,
-        env=_offline_env(),
+        env=env,
         input=stdin,
         capture_output=True,
         text=True,
@@ -117,7 +108,9 @@ def _as_array(case: dict) -> np.ndarray:
     )
 
 
-def test_gdpo_and_grpo_equal_trls_own_advantages(trl_python: Path, tiny_model: Path) -> None:
+def test_gdpo_and_grpo_equal_trls_own_advantages(
+    trl_python: Path, trl_env: dict[str, str], tiny_model: Path
+) -> None:
     rng = np.random.default_rng(2601)
     cases = [
         _random_case(rng, "normalize_then_sum", (3, 4, 2), [1.0, 1.0]),
@@ -128,7 +121,7 @@ def test_gdpo_and_grpo_equal_trls_own_advantages(trl_python: Path, tiny_model: P
     ]
     request = json.dumps({"model_dir": str(tiny_model), "cases": cases})
     trl_results = json.loads(
-        _run([trl_python, PROGRAMS / "trl_advantages.py"], tiny_model, request)
+        _run([trl_python, PROGRAMS / "trl_advantages.py"], tiny_model, trl_env, request)
     )
     assert len(trl_results) == len(cases)
     for case, trl_advantages in zip(cases, trl_results, strict=True):
@@ -186,12 +179,12 @@ seed = 0
 @pytest.mark.slow
 @pytest.mark.parametrize("advantage", ["grpo", "gdpo"])
 def test_two_training_steps_through_the_launcher(
-    trl_python: Path, tiny_model: Path, tmp_path: Path, advantage: str
+    trl_python: Path, trl_env: dict[str, str], tiny_model: Path, tmp_path: Path, advantage: str
 ) -> None:
     out = tmp_path / "run"
     config = tmp_path / f"smoke-{advantage}.toml"
     config.write_text(_smoke_config(tiny_model, out, advantage))
-    _run([trl_python, "-m", "envtools.trl_launch", config], cwd=tmp_path)
+    _run([trl_python, "-m", "envtools.trl_launch", config], cwd=tmp_path, env=trl_env)
 
     history = json.loads((out / "log_history.json").read_text())
     steps = [entry for entry in history if "loss" in entry]
@@ -229,10 +222,14 @@ def test_two_training_steps_through_the_launcher(
     assert other_gap > 1e-2
 
 
-def test_example_configs_pass_check_with_trl(trl_python: Path, tmp_path: Path) -> None:
+def test_example_configs_pass_check_with_trl(
+    trl_python: Path, trl_env: dict[str, str], tmp_path: Path
+) -> None:
     assert TRL_CONFIGS, "orchestrator_configs/trl has no example files"
     for config in TRL_CONFIGS:
-        stdout = _run([trl_python, "-m", "envtools.trl_launch", config, "--check"], cwd=ROOT)
+        stdout = _run(
+            [trl_python, "-m", "envtools.trl_launch", config, "--check"], cwd=ROOT, env=trl_env
+        )
         assert f"{config}: ok" in stdout and "not checked" not in stdout
     # With TRL installed, a misspelt GRPOConfig field fails the check (exit 2), named.
     typo = tmp_path / "typo.toml"
@@ -242,7 +239,7 @@ def test_example_configs_pass_check_with_trl(trl_python: Path, tmp_path: Path) -
     result = subprocess.run(
         [str(trl_python), "-m", "envtools.trl_launch", str(typo), "--check"],
         cwd=ROOT,
-        env=_offline_env(),
+        env=trl_env,
         capture_output=True,
         text=True,
         timeout=300,
@@ -295,7 +292,9 @@ FATHOM_DOC_TOKENS = 16_000
 
 
 @pytest.mark.slow
-def test_fathom_rollouts_call_the_real_tools_through_trl(trl_python: Path, tmp_path: Path) -> None:
+def test_fathom_rollouts_call_the_real_tools_through_trl(
+    trl_python: Path, trl_env: dict[str, str], tmp_path: Path
+) -> None:
     """One GDPO step where TRL runs the root turns: its tool loop calls `repl` (the sandbox) and
     `llm` (sub-calls to the scripted policy server over loopback), and the core scores each
     rollout. The random model's tool calls are whole tokens of its vocabulary."""
@@ -308,14 +307,14 @@ def test_fathom_rollouts_call_the_real_tools_through_trl(trl_python: Path, tmp_p
     from envtools.policy_server import policy_server_in_thread
 
     model = tmp_path / "tool-model"
-    _run([trl_python, PROGRAMS / "tiny_model.py", "--tools", model], cwd=tmp_path)
+    _run([trl_python, PROGRAMS / "tiny_model.py", "--tools", model], cwd=tmp_path, env=trl_env)
     rows = build_split("eval", 2, doc_tokens=FATHOM_DOC_TOKENS)
     out = tmp_path / "run"
     config = tmp_path / "fathom-gdpo.toml"
     # The scripted sub-call reader finds these rows (built at the test's document length).
     with registered_tasks(rows), policy_server_in_thread() as url:
         config.write_text(_fathom_config(model, out, url))
-        _run([trl_python, "-m", "envtools.trl_launch", config], cwd=tmp_path)
+        _run([trl_python, "-m", "envtools.trl_launch", config], cwd=tmp_path, env=trl_env)
 
     [step] = [e for e in json.loads((out / "log_history.json").read_text()) if "loss" in e]
     for key in ("correctness", "gated_token_budget", "format_gate"):

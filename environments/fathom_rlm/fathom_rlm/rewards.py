@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from fathom_rlm.agent.answer import answer_blocks, single_answer
 from fathom_rlm.agent.record import RolloutRecord
+from fathom_rlm.tokens import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
     from fathom_rlm.agent.caps import RolloutCaps
@@ -75,7 +76,7 @@ class RewardConfig:
     """Weight of `recursion_efficiency` (gated on correctness)."""
     budget_k: float = 3.0
     """Token budget is k × the oracle cost: at the oracle's cost the term is 1 − 1/k."""
-    chars_per_token: float = 4.0
+    chars_per_token: float = float(CHARS_PER_TOKEN)
     """The one characters-per-token ratio the oracle's reading cost uses (the generator's and
     the rollout's fallback estimate use the same 4)."""
     oracle_fixed_tokens: Mapping[str, int] = field(

@@ -6,14 +6,16 @@ temporary root, so two suites (or anything else using sandboxes) can run on the 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
 import time
 
 import pytest
+from fathom_rlm.sandbox import ReplResult, SandboxConfig, SandboxSession, shutdown_fork_servers
 from fathom_rlm.sandbox import session as session_module
-from fathom_rlm.sandbox import shutdown_fork_servers
+from fathom_rlm.sandbox.config import LLMCallback
 
 
 def children_of(pid: int, *, zombies: bool = False) -> list[int]:
@@ -36,6 +38,34 @@ def children_of(pid: int, *, zombies: bool = False) -> list[int]:
 def child_processes():
     """`children_of`, for tests that inspect a process's children."""
     return children_of
+
+
+def run_unsafe(
+    document: str,
+    code: str,
+    *,
+    config: SandboxConfig,
+    llm: LLMCallback | None = None,
+    then: str | None = None,
+) -> tuple[ReplResult, ReplResult | None]:
+    """Run `code` with plain `exec` in a confined worker (a hostile worker), then the sandboxed
+    code `then` in the same session; both results (the second None without `then`)."""
+
+    async def scenario() -> tuple[ReplResult, ReplResult | None]:
+        async with await SandboxSession.start(
+            document, config=config, llm=llm, _allow_unsafe_exec_for_tests=True
+        ) as session:
+            result = await session._unsafe_exec_for_tests(code)
+            again = await session.run(then) if then is not None else None
+            return result, again
+
+    return asyncio.run(scenario())
+
+
+@pytest.fixture
+def unsafe_exec():
+    """`run_unsafe`, for tests of what a worker running arbitrary code can and cannot do."""
+    return run_unsafe
 
 
 def wait_until(predicate, timeout: float = 3.0) -> bool:

@@ -2,7 +2,7 @@
 
 - reads of `doc` answered without a worker while a REPL has no state (`readonly.py`);
 - `print(llm("literal", doc))` answered through the llm callback without a worker, likewise;
-- `\\bliteral\\b` regexes compiled in a form the engine can scan for (`restricted.py`);
+- `\\bliteral\\b` regexes compiled in a form the engine can scan for (`helpers.py`);
 - large documents sent through a pipe sized to hold them (`session.py`);
 - the fork server reaps workers and reports their CPU (benchmarks).
 """
@@ -19,7 +19,7 @@ from fathom_rlm.sandbox import (
     SandboxSession,
     fork_server_cpu_seconds,
 )
-from fathom_rlm.sandbox import restricted as restricted_layer
+from fathom_rlm.sandbox import helpers as text_helpers
 from fathom_rlm.sandbox import session as session_module
 from fathom_rlm.sandbox.readonly import run_llm_only, run_read_only
 
@@ -213,24 +213,22 @@ def test_bounded_literal_regexes_match_exactly_as_written(pattern: str, flags: s
         value |= {"i": re.I, "m": re.M, "s": re.S, "x": re.X}[letter]
     plain = re.compile(pattern, value)
     text = DOC + " velmora VELMORA xVelmora Velmora_ Velmora1 Zoëx Tal."
-    assert restricted_layer.re_finditer(pattern, text, flags) == [
+    assert text_helpers.re_finditer(pattern, text, flags) == [
         (m.start(), m.end(), m.group(0), m.groups()) for m in plain.finditer(text)
     ]
-    assert restricted_layer.re_findall(pattern, text, flags) == plain.findall(text)
-    assert restricted_layer.re_count(pattern, text, flags) == len(plain.findall(text))
-    assert restricted_layer.re_sub(pattern, "<\\g<0>>", text, 0, flags) == plain.sub(
-        "<\\g<0>>", text
-    )
-    assert restricted_layer.re_split(pattern, text, 0, flags) == plain.split(text)
-    assert restricted_layer.re_search(pattern, text, flags) == (
+    assert text_helpers.re_findall(pattern, text, flags) == plain.findall(text)
+    assert text_helpers.re_count(pattern, text, flags) == len(plain.findall(text))
+    assert text_helpers.re_sub(pattern, "<\\g<0>>", text, 0, flags) == plain.sub("<\\g<0>>", text)
+    assert text_helpers.re_split(pattern, text, 0, flags) == plain.split(text)
+    assert text_helpers.re_search(pattern, text, flags) == (
         None if (m := plain.search(text)) is None else (m.start(), m.end(), m.group(0), m.groups())
     )
 
 
 def test_only_plain_literals_are_rewritten() -> None:
-    assert restricted_layer._scannable(r"\bVelmora\b") == r"Velmora(?<=\bVelmora)\b"
+    assert text_helpers._scannable(r"\bVelmora\b") == r"Velmora(?<=\bVelmora)\b"
     for pattern in (r"\bab+", r"\b\d+\b", r"\ba.b\b", r"\b(a)\b", r"\ba|b\b", r"x\bab\b"):
-        assert restricted_layer._scannable(pattern) == pattern
+        assert text_helpers._scannable(pattern) == pattern
 
 
 def test_large_unicode_document_round_trip() -> None:

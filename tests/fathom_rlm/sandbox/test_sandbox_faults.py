@@ -403,20 +403,13 @@ def test_hostile_frames_become_an_error_result(code: str) -> None:
     assert again.worker_restarted and again.output.endswith(f"{len(DOC)}\n")
 
 
-def test_surrogate_escapes_from_a_hostile_worker_are_made_valid() -> None:
+def test_surrogate_escapes_from_a_hostile_worker_are_made_valid(unsafe_exec) -> None:
     code = "send({'op': 'llm', 'prompt': '\\ud800 q', 'text': 'x\\udfff'})\nprint(recv()['text'])"
-
-    async def scenario():
-        async with await SandboxSession.start(
-            DOC, config=CONFIG, llm=_echo_llm, _allow_unsafe_exec_for_tests=True
-        ) as session:
-            return await session._unsafe_exec_for_tests(FRAMES + code)
-
-    result = asyncio.run(scenario())
+    result, _ = unsafe_exec(DOC, FRAMES + code, config=CONFIG, llm=_echo_llm)
     assert result.error is None and result.output == "[3:2]\n"
 
 
-def test_parent_enforces_llm_caps_a_hostile_worker_skips() -> None:
+def test_parent_enforces_llm_caps_a_hostile_worker_skips(unsafe_exec) -> None:
     # The worker's own llm() refuses these before sending; this worker sends them anyway.
     config = SandboxConfig(call_timeout_s=5.0, max_llm_calls_per_run=3, max_llm_request_chars=1000)
     calls: list[int] = []
@@ -435,13 +428,7 @@ def test_parent_enforces_llm_caps_a_hostile_worker_skips() -> None:
         "print(answers[4]['error'])\n"
     )
 
-    async def scenario():
-        async with await SandboxSession.start(
-            DOC, config=config, llm=counting_llm, _allow_unsafe_exec_for_tests=True
-        ) as session:
-            return await session._unsafe_exec_for_tests(FRAMES + code)
-
-    result = asyncio.run(scenario())
+    result, _ = unsafe_exec(DOC, FRAMES + code, config=config, llm=counting_llm)
     oks, size_error, count_error = result.output.splitlines()
     # Per run: the 4th request (3 allowed) and later ones are refused; oversized ones too.
     assert json.loads(oks) == [True, False, True, False, False, False]

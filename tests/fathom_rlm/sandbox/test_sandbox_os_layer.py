@@ -401,21 +401,15 @@ def test_memory_limit_hit() -> None:
     assert "MemoryError" in out and "ALLOCATED" not in out
 
 
-def test_cpu_limit_kills_runaway_worker() -> None:
+def test_cpu_limit_kills_runaway_worker(unsafe_exec) -> None:
     config = SandboxConfig(call_timeout_s=30.0, cpu_seconds=1)
-
-    async def scenario():
-        async with await SandboxSession.start(
-            "d", config=config, _allow_unsafe_exec_for_tests=True
-        ) as session:
-            # Ignoring SIGALRM defeats the per-call clock; RLIMIT_CPU still ends the worker.
-            result = await session._unsafe_exec_for_tests(
-                "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True: pass"
-            )
-            again = await session.run("len(doc)")
-            return result, again
-
-    result, again = asyncio.run(scenario())
+    # Ignoring SIGALRM defeats the per-call clock; RLIMIT_CPU still ends the worker.
+    result, again = unsafe_exec(
+        "d",
+        "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True: pass",
+        config=config,
+        then="len(doc)",
+    )
     # The model is told which limit stopped the worker, here and in the restart note.
     assert result.error and result.error.startswith("CPULimitError:"), result.error
     assert result.wall_s < 10
@@ -429,18 +423,13 @@ def test_open_descriptors_are_only_the_pipes() -> None:
     assert fds[:3] == [0, 1, 2] and len(fds) <= 4  # the fourth is listdir's own descriptor
 
 
-def test_stdout_garbage_from_worker_is_contained() -> None:
+def test_stdout_garbage_from_worker_is_contained(unsafe_exec) -> None:
     # A compromised worker writing junk on its protocol pipe only breaks its own session.
-    async def scenario():
-        async with await SandboxSession.start(
-            "d", config=CONFIG, _allow_unsafe_exec_for_tests=True
-        ) as session:
-            result = await session._unsafe_exec_for_tests(
-                "import os, time\nos.write(1, b'\\xff\\xff\\xff\\xffJgarbage')\ntime.sleep(5)"
-            )
-            again = await session.run("1 + 1")
-            return result, again
-
-    result, again = asyncio.run(scenario())
+    result, again = unsafe_exec(
+        "d",
+        "import os, time\nos.write(1, b'\\xff\\xff\\xff\\xffJgarbage')\ntime.sleep(5)",
+        config=CONFIG,
+        then="1 + 1",
+    )
     assert result.error and "SandboxCrash" in result.error
     assert again.output.endswith("2\n")

@@ -11,6 +11,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+# The estimate where a server reports no usage; imported from here by the loop and adapters.
+from fathom_rlm.tokens import chars_to_tokens as chars_to_tokens
+
 Message = dict[str, Any]
 ToolSchema = dict[str, Any]
 
@@ -31,11 +34,6 @@ ChatFn = Callable[[list[Message], list[ToolSchema] | None], Awaitable[ChatReply]
 Any object with `.message` and `.usage` attributes is accepted as the reply (a scripted policy's
 result type duck-types), so an adapter rarely needs to convert.
 """
-
-
-def chars_to_tokens(chars: int) -> int:
-    """The fallback token estimate used everywhere a count is not reported: 4 characters a token."""
-    return (chars + 3) // 4
 
 
 def message_chars(message: Message) -> int:

@@ -351,7 +351,23 @@ class RolloutTools:
         sub = SubCallRecord(depth, kind, origin, source, len(text), len(prompt))
         record.sub_calls.append(sub)
         record.depth_reached = max(record.depth_reached, depth)
-        child: _Context | None = None
+        if kind == "plain":
+            answer = await self._reader_call(prompt, text, root_range, sub)
+        else:
+            final = await self._recursive_call(prompt, text, depth, root_range, sub)
+            if final is None:
+                return "(the sub-call used all its turns without answering)"
+            answer = sub_call_answer(final)
+        if not answer:
+            return "(the sub-call gave no answer)"
+        sub.answered = True
+        if len(answer) > caps.max_sub_answer_chars:
+            answer = answer[: caps.max_sub_answer_chars] + " [cut]"
+        return answer
+
+    def _sub_reply_counter(self, sub: SubCallRecord, child: _Context | None) -> Any:
+        """The callback that books each model reply of a sub-call (and what its child read)."""
+        record = self.record
 
         def on_reply(request: list[Message], schemas: Any, reply: Any) -> None:
             p, c = self._tokens(request, schemas, reply)
@@ -363,56 +379,64 @@ class RolloutTools:
             if child is not None:
                 child.mark_read(record, self._root.document)
 
-        if kind == "plain":
-            # The slice is in the reader's prompt: it is read, whatever the reader answers.
-            sub.read_chars = len(text)
-            sub.read_texts.append(text)
-            if root_range is not None or _own_text_lines(text, self._root.document):
-                record.touched_document = True
-            if root_range is not None:
-                record.show_range(*root_range)
-            else:
-                record.show_text(text)
-            request = [
-                {"role": "system", "content": prompts.reader_system_prompt(caps)},
-                prompts.reader_message(prompt, text),
-            ]
-            reply = await self.chat(request, None)
-            on_reply(request, None, reply)
-            message, _ = normalize_assistant(getattr(reply, "message", None), 0)
-            answer = sub_call_answer(message["content"])
+        return on_reply
+
+    async def _reader_call(
+        self, prompt: str, text: str, root_range: tuple[int, int] | None, sub: SubCallRecord
+    ) -> str:
+        """A sub-call at the depth cap: one plain model call with the slice in its prompt."""
+        record = self.record
+        # The slice is in the reader's prompt: it is read, whatever the reader answers.
+        sub.read_chars = len(text)
+        sub.read_texts.append(text)
+        if root_range is not None or _own_text_lines(text, self._root.document):
+            record.touched_document = True
+        if root_range is not None:
+            record.show_range(*root_range)
         else:
-            child = _Context(text, depth, root_range[0] if root_range else None, sub)
-            self._open.append(child)
-            try:
-                messages: list[Message] = [
-                    {
-                        "role": "system",
-                        "content": prompts.sub_system_prompt(len(text), depth, caps),
-                    },
-                    prompts.question_message(prompt),
-                ]
-                result = await run_turns(
-                    self.chat,
-                    messages,
-                    self._schemas(depth),
-                    caps.sub_max_turns,
-                    lambda call, index: self._execute(child, call, index),
-                    on_reply,
-                )
-            finally:
-                await _close_session(child)
-                if child in self._open:
-                    self._open.remove(child)
-            if result.final_message is None:
-                return "(the sub-call used all its turns without answering)"
-            answer = sub_call_answer(result.final_message)
-        if not answer:
-            return "(the sub-call gave no answer)"
-        sub.answered = True
-        if len(answer) > caps.max_sub_answer_chars:
-            answer = answer[: caps.max_sub_answer_chars] + " [cut]"
-        return answer
+            record.show_text(text)
+        request = [
+            {"role": "system", "content": prompts.reader_system_prompt(self.caps)},
+            prompts.reader_message(prompt, text),
+        ]
+        reply = await self.chat(request, None)
+        self._sub_reply_counter(sub, None)(request, None, reply)
+        message, _ = normalize_assistant(getattr(reply, "message", None), 0)
+        return sub_call_answer(message["content"])
+
+    async def _recursive_call(
+        self,
+        prompt: str,
+        text: str,
+        depth: int,
+        root_range: tuple[int, int] | None,
+        sub: SubCallRecord,
+    ) -> str | None:
+        """A sub-call below the depth cap: a child loop with its own tools over the slice.
+
+        Returns the child's final message, None when it used all its turns without one.
+        """
+        caps = self.caps
+        child = _Context(text, depth, root_range[0] if root_range else None, sub)
+        self._open.append(child)
+        try:
+            messages: list[Message] = [
+                {"role": "system", "content": prompts.sub_system_prompt(len(text), depth, caps)},
+                prompts.question_message(prompt),
+            ]
+            result = await run_turns(
+                self.chat,
+                messages,
+                self._schemas(depth),
+                caps.sub_max_turns,
+                lambda call, index: self._execute(child, call, index),
+                self._sub_reply_counter(sub, child),
+            )
+        finally:
+            await _close_session(child)
+            if child in self._open:
+                self._open.remove(child)
+        return result.final_message
 
     # ---------------------------------------------------------------------------- accounting
 

@@ -6,17 +6,9 @@ may do (rlimits, an unprivileged uid, no network, no files, empty environment, a
 See docs/sandbox.md for the threat model and measurements.
 """
 
-from .session import (
-    LLMRefused,
-    ReplResult,
-    SandboxConfig,
-    SandboxError,
-    SandboxSession,
-    fork_server_cpu_seconds,
-    isolation_report,
-    shutdown_fork_servers,
-    warm_up,
-)
+from .config import LLMRefused, ReplResult, SandboxConfig, isolation_report, warm_up
+from .launcher import SandboxError, fork_server_cpu_seconds, shutdown_fork_servers
+from .session import SandboxSession
 
 __all__ = [
     "LLMRefused",

@@ -14,47 +14,31 @@ import fcntl
 import itertools
 import os
 import re
-import shutil
-import signal
 import tempfile
 import time
 import weakref
-from dataclasses import dataclass, field
 from typing import Any
 
 from . import protocol, replies
 from .config import (
     LLMCallback,
-    LLMRefused,
     ReplResult,
     SandboxConfig,
     _network_isolation,
     _wants_netns,
     call_llm,
-    isolation_report,
-    warm_up,
 )
-from .launcher import (
-    _SERVERS,
-    SandboxError,
-    _fork_server,
-    _ForkServer,
-    died_within,
-    fork_server_cpu_seconds,
-    shutdown_fork_servers,
+from .launcher import _SERVERS, SandboxError, _fork_server, _ForkServer, died_within
+from .worker_handle import (
+    _READ_ERRORS,
+    _WORKDIRS,
+    _exit_status,
+    _last_resort,
+    _ServerDied,
+    _wait_exit,
+    _WorkerGone,
+    _WorkerHandle,
 )
-
-__all__ = [
-    "LLMRefused",
-    "ReplResult",
-    "SandboxConfig",
-    "SandboxError",
-    "SandboxSession",
-    "fork_server_cpu_seconds",
-    "isolation_report",
-    "shutdown_fork_servers",
-    "warm_up",
-]
 
 # ---------------------------------------------------------------------------------------------
 # Sessions
@@ -64,72 +48,10 @@ _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _PIPE_DEFAULT = 64 * 1024
 _PIPE_MAX = 1 << 20  # the usual unprivileged ceiling (/proc/sys/fs/pipe-max-size)
 
-# Every working directory created and not yet removed (tests check it ends empty).
-_WORKDIRS: set[str] = set()
 # Where working directories are created (None: the system's temporary directory). Tests point
 # it at a root of their own so they only ever inspect their own directories.
 WORKDIR_ROOT: str | None = None
 _TOKENS = itertools.count(1)
-
-
-@dataclass
-class _WorkerHandle:
-    """What must be released when a worker goes away; shared with the GC finalizer."""
-
-    pid: int | None = None
-    pidfd: int | None = None
-    server: _ForkServer | None = None  # the worker's parent: kills it when there is no pidfd
-    token: str | None = None  # names the worker to its fork server
-    workdir: str | None = None
-    transports: list[Any] = field(default_factory=list)
-
-    def kill(self) -> None:
-        if self.pidfd is not None:
-            with contextlib.suppress(ProcessLookupError, OSError):
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-        elif self.token is not None and self.server is not None and self.server.alive():
-            # No pidfd (old kernel, pidfd_open failed, or no greeting yet). If the server is
-            # gone, so is the worker (parent-death signal).
-            with contextlib.suppress(OSError):
-                self.server.kill(self.token)
-
-    def release(self) -> None:
-        self.kill()
-        for transport in self.transports:
-            with contextlib.suppress(Exception):
-                transport.close()
-        self.transports.clear()
-        if self.pidfd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self.pidfd)
-            self.pidfd = None
-        if self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            _WORKDIRS.discard(self.workdir)
-            self.workdir = None
-
-
-def _last_resort(handle: _WorkerHandle) -> None:
-    # Runs at garbage collection or interpreter exit when close() was never awaited. It may run
-    # off the event loop's thread, so it only signals and removes files; it leaves transports.
-    handle.transports.clear()
-    handle.release()
-
-
-class _WorkerGone(Exception):
-    """The worker's pipe closed (it exited or was killed)."""
-
-
-class _ServerDied(Exception):
-    """The fork server died while a worker was being started on it."""
-
-
-_READ_ERRORS = (
-    _WorkerGone,
-    replies.ProtocolViolation,
-    asyncio.IncompleteReadError,
-    ConnectionError,
-)
 
 
 class SandboxSession:
@@ -622,29 +544,3 @@ _DOC_NAME = re.compile(r"\bdoc\b")
 
 def _names_doc(code: str) -> bool:
     return _DOC_NAME.search(code) is not None
-
-
-async def _exit_status(server: _ForkServer | None, token: str | None) -> dict[str, Any]:
-    """The fork server's report on how the worker `token` ended (see replies.describe_death)."""
-    if server is None or token is None:
-        return {"state": "unknown"}
-    if not server.alive():
-        return {"state": "server-gone"}
-    try:
-        return await asyncio.to_thread(server.exit_status, token, 1.0)
-    except SandboxError:
-        return {"state": "server-gone"}
-
-
-async def _wait_exit(pidfd: int, timeout: float) -> None:
-    """Wait until the process behind `pidfd` has exited (a pidfd turns readable then)."""
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-    loop.add_reader(pidfd, lambda: done.done() or done.set_result(None))
-    try:
-        async with asyncio.timeout(timeout):
-            await done
-    except TimeoutError:
-        pass
-    finally:
-        loop.remove_reader(pidfd)

@@ -16,6 +16,7 @@ from typing import Any
 
 from fathom_rlm.agent import prompts
 from fathom_rlm.documents import get_document, normalize_answer
+from fathom_rlm.tokens import CHARS_PER_TOKEN
 
 from envtools.policies.base import ChatResult
 from envtools.policies.fathom.gold import TASKS, TaskIndex
@@ -169,7 +170,7 @@ class RecursionSpam:
         if "llm" in offered and view.turns + 1 < view.max_turns:
             exhausted = any(c.output.startswith("Error: the sub-call budget") for c in view.calls)
             if not exhausted:
-                step = max(1, view.doc_chars // 4)
+                step = max(1, view.doc_chars // CHARS_PER_TOKEN)
                 cap = view.slice_cap
                 calls = [
                     (

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fathom_rlm.tokens import CHARS_PER_TOKEN
+
 
 @dataclass
 class TaskIndex:
@@ -59,7 +61,8 @@ class TaskIndex:
             served = sorted({int(r["doc_tokens"]) for r in self.rows.values()})
             raise UnknownTaskError(
                 "the gold-in-hand fathom attacks know no task with this question for a document "
-                f"of {doc_chars:,} characters (about {doc_chars // 4:,} tokens; rows known at "
+                f"of {doc_chars:,} characters (about {doc_chars // CHARS_PER_TOKEN:,} tokens; "
+                "rows known at "
                 f"doc_tokens {served or 'none'}). They serve the eval and train splits at whole "
                 "hundreds of tokens; start the policy server with --fathom-doc-tokens set to "
                 "the run's doc_tokens."
@@ -75,7 +78,7 @@ def document_length_guesses(doc_chars: int) -> list[int]:
     """`doc_tokens` values a document of `doc_chars` characters was probably generated at: the
     generator lands a few dozen characters past doc_tokens x 4, so round down to hundreds, then
     thousands."""
-    tokens = doc_chars // 4
+    tokens = doc_chars // CHARS_PER_TOKEN
     guesses = [tokens // 100 * 100, tokens // 1000 * 1000]
     return [g for i, g in enumerate(guesses) if g > 0 and g not in guesses[:i]]
 

@@ -1,0 +1,109 @@
+"""Parent side: what a session holds of one worker process, and how it lets go of it.
+
+A worker runs model code, so the parent keeps everything needed to stop it and clean up after
+it in one handle (pid or pidfd, its fork server, its pipes' transports, its working directory),
+shared with a garbage-collection finalizer so nothing is left behind when a session is dropped
+without being closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import replies
+from .launcher import SandboxError, _ForkServer
+
+# Every working directory created and not yet removed (tests check it ends empty).
+_WORKDIRS: set[str] = set()
+
+
+@dataclass
+class _WorkerHandle:
+    """What must be released when a worker goes away; shared with the GC finalizer."""
+
+    pid: int | None = None
+    pidfd: int | None = None
+    server: _ForkServer | None = None  # the worker's parent: kills it when there is no pidfd
+    token: str | None = None  # names the worker to its fork server
+    workdir: str | None = None
+    transports: list[Any] = field(default_factory=list)
+
+    def kill(self) -> None:
+        if self.pidfd is not None:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        elif self.token is not None and self.server is not None and self.server.alive():
+            # No pidfd (old kernel, pidfd_open failed, or no greeting yet). If the server is
+            # gone, so is the worker (parent-death signal).
+            with contextlib.suppress(OSError):
+                self.server.kill(self.token)
+
+    def release(self) -> None:
+        self.kill()
+        for transport in self.transports:
+            with contextlib.suppress(Exception):
+                transport.close()
+        self.transports.clear()
+        if self.pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.pidfd)
+            self.pidfd = None
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            _WORKDIRS.discard(self.workdir)
+            self.workdir = None
+
+
+def _last_resort(handle: _WorkerHandle) -> None:
+    # Runs at garbage collection or interpreter exit when close() was never awaited. It may run
+    # off the event loop's thread, so it only signals and removes files; it leaves transports.
+    handle.transports.clear()
+    handle.release()
+
+
+class _WorkerGone(Exception):
+    """The worker's pipe closed (it exited or was killed)."""
+
+
+class _ServerDied(Exception):
+    """The fork server died while a worker was being started on it."""
+
+
+_READ_ERRORS = (
+    _WorkerGone,
+    replies.ProtocolViolation,
+    asyncio.IncompleteReadError,
+    ConnectionError,
+)
+
+
+async def _exit_status(server: _ForkServer | None, token: str | None) -> dict[str, Any]:
+    """The fork server's report on how the worker `token` ended (see replies.describe_death)."""
+    if server is None or token is None:
+        return {"state": "unknown"}
+    if not server.alive():
+        return {"state": "server-gone"}
+    try:
+        return await asyncio.to_thread(server.exit_status, token, 1.0)
+    except SandboxError:
+        return {"state": "server-gone"}
+
+
+async def _wait_exit(pidfd: int, timeout: float) -> None:
+    """Wait until the process behind `pidfd` has exited (a pidfd turns readable then)."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    loop.add_reader(pidfd, lambda: done.done() or done.set_result(None))
+    try:
+        async with asyncio.timeout(timeout):
+            await done
+    except TimeoutError:
+        pass
+    finally:
+        loop.remove_reader(pidfd)
