@@ -158,6 +158,13 @@ RUNS: dict[str, Run] = {
         ports=(8011,),
         expect={"outputs/v1/*/traces.jsonl": 6},
     ),
+    "gsm8k-validate": Run(
+        (
+            "uv run validate gsm8k-multireward -n 6 --rich false --runtime.type subprocess "
+            "--taskset.dataset-name tests/gsm8k_multireward/fixtures/adapters.jsonl",
+        ),
+        says=('"valid": 6',),
+    ),
     "policy-server": Run(
         ("uv run python -m envtools.policy_server --fathom-doc-tokens 16000   # prints URL",),
         server_ready="printed",
