@@ -111,6 +111,21 @@ def test_depth_zero_reference_reads_only_through_repl_output(rows: list[dict[str
     assert solved >= len(rows) // 2
 
 
+def test_depth_zero_family_pays_no_recursion(rows: list[dict[str, Any]]) -> None:
+    """single_hop is labelled depth 0: the depth-matched reference answers it without `llm`
+    and gets full recursion credit; the depth-1 rung, whose sub-calls read the supporting
+    sentences, recurses one level beyond the requirement and gets half."""
+    single = [r for r in rows if r["family"] == "single_hop"]
+    assert single and all(r["depth"] == 0 for r in single)
+    for row in single:
+        record, scores = run(fathom.POLICIES["fathom-reference"](), row)
+        assert record.llm_calls == 0 and scores["correctness"] == 1.0
+        assert scores["recursion_efficiency"] == 1.0
+        deep, deep_scores = run(fathom.ReferenceDepth1(), row)
+        assert deep.llm_calls >= 1 and deep_scores["correctness"] == 1.0
+        assert deep_scores["recursion_efficiency"] == 0.5
+
+
 @pytest.mark.parametrize(
     "name",
     [

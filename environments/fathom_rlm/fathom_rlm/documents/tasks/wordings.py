@@ -76,7 +76,7 @@ _TABLE = (
         "What object is registry entry {token}?",
         "Which item bears the number {token} in the registry?",
     ),
-    # ---------------------------------------------------------------- single_hop (depth 1)
+    # ---------------------------------------------------------------- single_hop (depth 0)
     _rel(
         "maker", "single_hop", "person",
         "Who is credited as the creator of {artefact}?",
