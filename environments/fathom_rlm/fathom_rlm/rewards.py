@@ -55,11 +55,11 @@ SCORE_NAMES = (REWARD_NAME, *COMPONENT_NAMES, *METRIC_NAMES)
 # `uv run python -m envtools.policies.fathom.calibrate --n 150 --doc-tokens 200000`.
 ORACLE_FIXED_TOKENS: dict[str, int] = {
     "exact_id": 2_300,
-    "single_hop": 7_300,
-    "multi_hop": 18_600,
-    "temporal": 16_000,
-    "comparison": 16_700,
-    "aggregation": 26_800,
+    "single_hop": 7_100,
+    "multi_hop": 19_800,
+    "temporal": 16_300,
+    "comparison": 22_500,
+    "aggregation": 26_700,
 }
 
 
