@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 
 from fathom_rlm.documents import (
@@ -164,8 +165,18 @@ def subject_forms(n_docs: int, tokens: int) -> None:
     seeds = list(dict.fromkeys(split_seeds("train")))[:n_docs]
     plain_kinds = ("retracted", "namesake")
     counts: dict[tuple[str, bool, str], int] = {}  # (scope, is fact, form class) -> n
+    print(f"generator {GENERATOR_VERSION}; {len(seeds)} train documents of {tokens:,} tokens")
     for seed in seeds:
         doc = generate_document(seed, tokens)
+        if seed == seeds[0]:
+            forms = Counter(doc.forms.values())
+            kinds = Counter(d.kind for d in doc.distractors)
+            cue = sum(n for k, n in kinds.items() if k not in plain_kinds)
+            print(
+                f"first document (seed {seed}): {len(doc.forms)} needles "
+                f"({', '.join(f'{k} {n}' for k, n in sorted(forms.items()))}); "
+                f"retracted {kinds['retracted']}, namesake {kinds['namesake']}, cue-word {cue}"
+            )
         rows = [(True, "", form) for form in doc.forms.values()]
         rows += [(False, d.kind, d.form) for d in doc.distractors]
         for is_fact, kind, form in rows:
@@ -174,7 +185,6 @@ def subject_forms(n_docs: int, tokens: int) -> None:
             for scope in scopes:
                 for cls in classes:
                     counts[scope, is_fact, cls] = counts.get((scope, is_fact, cls), 0) + 1
-    print(f"generator {GENERATOR_VERSION}; {len(seeds)} train documents of {tokens:,} tokens")
     print("| statements | subject | facts | hard negatives | P(fact) |")
     print("|---|---|---:|---:|---:|")
     for scope in ("plain", "all"):
