@@ -58,7 +58,7 @@ ORACLE_FIXED_TOKENS: dict[str, int] = {
     "single_hop": 7_100,
     "multi_hop": 19_800,
     "temporal": 16_300,
-    "comparison": 22_500,
+    "comparison": 23_600,
     "aggregation": 26_700,
 }
 
