@@ -165,3 +165,43 @@ def test_slice_reader_answers_from_its_text_alone(rows: list[dict[str, Any]]) ->
         assert read_slice(row["question"], "The mill burned down and was rebuilt.") == "not found"
         checked += 1
     assert checked >= 2
+
+
+def test_a_statement_cut_from_its_retraction_settles_nothing() -> None:
+    """The grammar reader reads a retracted statement whose retraction was cut off as a fact (a
+    reader of that text alone must); the slice reader drops such a one-off statement when the
+    text ends, or a window break follows, right after it, and keeps it when its paragraph goes on
+    (there the retraction would have been read and the statement cancelled)."""
+    from fathom_rlm.documents import generate_document, read_facts
+
+    from envtools.policies.fathom.reader import _drop_cut_statements
+
+    doc = generate_document(2_000_000, 16_000)
+    checked = 0
+    for d in doc.distractors:
+        if d.kind != "retracted":
+            continue
+        start, end = d.fact.spans[0][0], d.fact.sentence[1]
+        if d.fact.spans[0][0] < d.spans[-2][0] - 200:
+            continue  # an alias introduced far away: keep the text to the unit itself
+        cut = doc.text[start:end]
+        read = [f for f in read_facts(cut) if f.relation == d.relation]
+        assert read and read[-1].value == d.value, (d, cut)
+        for text in (cut, cut + "\n A new bridge was begun."):
+            kept = _drop_cut_statements(read_facts(text), text)
+            assert not [f for f in kept if f.relation == d.relation and f.value == d.value]
+        whole = doc.text[start : d.spans[-1][1]]
+        assert not [f for f in read_facts(whole) if f.value == d.value and f.relation == d.relation]
+        checked += 1
+    assert checked >= 10
+    kept_facts = 0
+    for fact in doc.facts.values():
+        if fact.relation not in ("birth", "mentor", "maker", "founding", "seat"):
+            continue
+        if fact.spans[0][0] < fact.sentence[0] - 200:
+            continue
+        text = doc.text[fact.spans[0][0] : fact.sentence[1]] + " The mill burned down."
+        kept = _drop_cut_statements(read_facts(text), text)
+        assert [f for f in kept if f.relation == fact.relation and f.value == fact.value]
+        kept_facts += 1
+    assert kept_facts >= 5

@@ -56,9 +56,9 @@ SCORE_NAMES = (REWARD_NAME, *COMPONENT_NAMES, *METRIC_NAMES)
 ORACLE_FIXED_TOKENS: dict[str, int] = {
     "exact_id": 2_300,
     "single_hop": 7_100,
-    "multi_hop": 19_800,
+    "multi_hop": 20_000,
     "temporal": 16_300,
-    "comparison": 23_600,
+    "comparison": 22_300,
     "aggregation": 26_700,
 }
 
