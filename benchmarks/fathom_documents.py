@@ -134,7 +134,11 @@ def naive(n_docs: int, tokens: int) -> None:
         for seed in range(base + 100, base + 100 + n_docs):
             doc = generate_document(seed, tokens)
             fact_sentences = set(doc.spans.values())
-            distractor_of = {d.spans[-1]: d.kind for d in doc.distractors}
+            # A retracted distractor's last span is its retraction; the match is its statement.
+            distractor_of = {
+                (d.fact.sentence if d.kind == "retracted" and d.fact else d.spans[-1]): d.kind
+                for d in doc.distractors
+            }
             for m in _SENTENCE.finditer(doc.text):
                 sentence = m.group()
                 found = False

@@ -24,8 +24,9 @@ def heldout_accuracy() -> dict[str, float]:
 
 
 def test_keyword_solver_is_a_real_attack(heldout_accuracy):
-    """The solver answers from the text: it gets single-hop questions right four times as often
-    as the blind baseline (0.04, docs/questions.md), so the bar below is not vacuous."""
+    """The solver answers from the text: it gets single-hop questions right clearly more often
+    than the blind baseline does (0.09 at 16K, docs/questions.md), so the bar below is not
+    vacuous."""
     assert set(READING_FAMILIES) <= set(heldout_accuracy)
     assert heldout_accuracy["single_hop"] >= 0.15, heldout_accuracy
 
