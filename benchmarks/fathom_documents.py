@@ -4,6 +4,7 @@ Usage: uv run python benchmarks/fathom_documents.py [--seeds 7] [--tokens 16000 
        uv run python benchmarks/fathom_documents.py --baselines 20 --tokens 16000
        uv run python benchmarks/fathom_documents.py --shapes
        uv run python benchmarks/fathom_documents.py --naive 5 --tokens 64000
+       uv run python benchmarks/fathom_documents.py --subjects 20 --tokens 200000
 
 Reports median / min / max wall time over several seeds for each length (fresh generation, no
 cache), the median CPU time of the process (less sensitive to other work sharing the machine),
@@ -11,6 +12,9 @@ and the time to build questions for one document. ``--shapes`` prints the gramma
 sentence shapes per relation and split (and filler templates per kind). ``--naive`` runs a
 pattern matcher that knows the train split's verb phrases but not what the sentence around them
 means, over train and heldout documents, and reports what share of its matches are real facts.
+``--subjects`` asks whether how a statement names its subject tells a fact from a hard negative:
+over `train` documents, the share of real facts among statements whose subject is a pronoun or
+an alias, and among those that name it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 
 from fathom_rlm.documents import (
@@ -53,7 +58,14 @@ def main() -> None:
     )
     parser.add_argument("--shapes", action="store_true", help="print the shape counts and exit")
     parser.add_argument("--naive", type=int, default=0, metavar="DOCS", help="naive matcher")
+    parser.add_argument(
+        "--subjects", type=int, default=0, metavar="DOCS", help="subject forms of facts/negatives"
+    )
     args = parser.parse_args()
+    if args.subjects:
+        for tokens in args.tokens:
+            subject_forms(args.subjects, tokens)
+        return
     if args.shapes:
         shapes()
         return
@@ -122,7 +134,11 @@ def naive(n_docs: int, tokens: int) -> None:
         for seed in range(base + 100, base + 100 + n_docs):
             doc = generate_document(seed, tokens)
             fact_sentences = set(doc.spans.values())
-            distractor_of = {d.spans[-1]: d.kind for d in doc.distractors}
+            # A retracted distractor's last span is its retraction; the match is its statement.
+            distractor_of = {
+                (d.fact.sentence if d.kind == "retracted" and d.fact else d.spans[-1]): d.kind
+                for d in doc.distractors
+            }
             for m in _SENTENCE.finditer(doc.text):
                 sentence = m.group()
                 found = False
@@ -142,6 +158,43 @@ def naive(n_docs: int, tokens: int) -> None:
         wrong = sum(kinds.values())
         detail = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
         print(f"| {split} | {hits} | {facts / n:.2f} | {wrong / n:.2f} | {detail} |")
+
+
+def subject_forms(n_docs: int, tokens: int) -> None:
+    """P(real fact | subject form) over the first `train` documents, for the plain statements
+    (facts, retracted statements, near-namesakes: no cue word in the sentence) and for every
+    statement in a relation's shape (cue-word negatives too)."""
+    from fathom_rlm.documents import split_seeds
+
+    seeds = list(dict.fromkeys(split_seeds("train")))[:n_docs]
+    plain_kinds = ("retracted", "namesake")
+    counts: dict[tuple[str, bool, str], int] = {}  # (scope, is fact, form class) -> n
+    print(f"generator {GENERATOR_VERSION}; {len(seeds)} train documents of {tokens:,} tokens")
+    for seed in seeds:
+        doc = generate_document(seed, tokens)
+        if seed == seeds[0]:
+            forms = Counter(doc.forms.values())
+            kinds = Counter(d.kind for d in doc.distractors)
+            cue = sum(n for k, n in kinds.items() if k not in plain_kinds)
+            print(
+                f"first document (seed {seed}): {len(doc.forms)} needles "
+                f"({', '.join(f'{k} {n}' for k, n in sorted(forms.items()))}); "
+                f"retracted {kinds['retracted']}, namesake {kinds['namesake']}, cue-word {cue}"
+            )
+        rows = [(True, "", form) for form in doc.forms.values()]
+        rows += [(False, d.kind, d.form) for d in doc.distractors]
+        for is_fact, kind, form in rows:
+            classes = [form, "pronoun/alias"] if form in ("pronoun", "alias") else ["named"]
+            scopes = ["all"] + (["plain"] if is_fact or kind in plain_kinds else [])
+            for scope in scopes:
+                for cls in classes:
+                    counts[scope, is_fact, cls] = counts.get((scope, is_fact, cls), 0) + 1
+    print("| statements | subject | facts | hard negatives | P(fact) |")
+    print("|---|---|---:|---:|---:|")
+    for scope in ("plain", "all"):
+        for cls in ("pronoun", "alias", "pronoun/alias", "named"):
+            f, d = counts.get((scope, True, cls), 0), counts.get((scope, False, cls), 0)
+            print(f"| {scope} | {cls} | {f} | {d} | {f / max(1, f + d):.3f} |")
 
 
 def baselines(n_docs: int, tokens: int, per_doc: int = 60) -> None:

@@ -109,6 +109,21 @@ def test_depth_zero_reference_reads_only_through_repl_output(rows: list[dict[str
     assert solved >= len(rows) // 2
 
 
+def test_depth_zero_family_pays_no_recursion(rows: list[dict[str, Any]]) -> None:
+    """single_hop is labelled depth 0: the depth-matched reference answers it without `llm`
+    and gets full recursion credit; the depth-1 rung, whose sub-calls read the supporting
+    sentences, recurses one level beyond the requirement and gets half."""
+    single = [r for r in rows if r["family"] == "single_hop"]
+    assert single and all(r["depth"] == 0 for r in single)
+    for row in single:
+        record, scores = run(fathom.POLICIES["fathom-reference"](), row)
+        assert record.llm_calls == 0 and scores["correctness"] == 1.0
+        assert scores["recursion_efficiency"] == 1.0
+        deep, deep_scores = run(fathom.ReferenceDepth1(), row)
+        assert deep.llm_calls >= 1 and deep_scores["correctness"] == 1.0
+        assert deep_scores["recursion_efficiency"] == 0.5
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -140,7 +155,10 @@ def test_slice_reader_answers_from_its_text_alone(rows: list[dict[str, Any]]) ->
             continue
         text = get_document(row["seed"], row["doc_tokens"]).text
         spans = sorted(tuple(s) for s in row["spans"])
-        evidence = " ".join(text[s:e] for s, e in spans)
+        # The evidence as the document goes on after it: a statement that ends a text may be
+        # cancelled by a next sentence the reader never saw, so it settles nothing.
+        last = spans[-1][1]
+        evidence = " ".join(text[s:e] for s, e in spans) + text[last : text.find(".", last + 1) + 1]
         answer = parse_sub_answer(read_slice(row["question"], evidence)).final
         assert answer is not None and answer in (row["answer"], *row["aliases"]), row["question"]
         alone = read_slice(row["question"], text[slice(*spans[-1])])
@@ -148,3 +166,43 @@ def test_slice_reader_answers_from_its_text_alone(rows: list[dict[str, Any]]) ->
         assert read_slice(row["question"], "The mill burned down and was rebuilt.") == "not found"
         checked += 1
     assert checked >= 2
+
+
+def test_a_statement_cut_from_its_retraction_settles_nothing() -> None:
+    """The grammar reader reads a retracted statement whose retraction was cut off as a fact (a
+    reader of that text alone must); the slice reader drops such a one-off statement when the
+    text ends, or a window break follows, right after it, and keeps it when its paragraph goes on
+    (there the retraction would have been read and the statement cancelled)."""
+    from fathom_rlm.documents import generate_document, read_facts
+
+    from envtools.policies.fathom.reader import _drop_cut_statements
+
+    doc = generate_document(2_000_000, 16_000)
+    checked = 0
+    for d in doc.distractors:
+        if d.kind != "retracted":
+            continue
+        start, end = d.fact.spans[0][0], d.fact.sentence[1]
+        if d.fact.spans[0][0] < d.spans[-2][0] - 200:
+            continue  # an alias introduced far away: keep the text to the unit itself
+        cut = doc.text[start:end]
+        read = [f for f in read_facts(cut) if f.relation == d.relation]
+        assert read and read[-1].value == d.value, (d, cut)
+        for text in (cut, cut + "\n A new bridge was begun."):
+            kept = _drop_cut_statements(read_facts(text), text)
+            assert not [f for f in kept if f.relation == d.relation and f.value == d.value]
+        whole = doc.text[start : d.spans[-1][1]]
+        assert not [f for f in read_facts(whole) if f.value == d.value and f.relation == d.relation]
+        checked += 1
+    assert checked >= 10
+    kept_facts = 0
+    for fact in doc.facts.values():
+        if fact.relation not in ("birth", "mentor", "maker", "founding", "seat"):
+            continue
+        if fact.spans[0][0] < fact.sentence[0] - 200:
+            continue
+        text = doc.text[fact.spans[0][0] : fact.sentence[1]] + " The mill burned down."
+        kept = _drop_cut_statements(read_facts(text), text)
+        assert [f for f in kept if f.relation == fact.relation and f.value == fact.value]
+        kept_facts += 1
+    assert kept_facts >= 5

@@ -184,6 +184,26 @@ def test_distractors_are_false_and_read_as_nothing(docs):
                     assert read == [], (d, doc.text[start:end])
 
 
+def test_subject_form_does_not_tell_a_fact_from_a_plain_negative():
+    """Among plain statements (facts, retracted statements, near-namesakes: no cue word), the
+    share of real facts is about the same whether the subject is a pronoun or alias or is named:
+    "a statement whose subject is a pronoun is true" must not be a rule worth learning.
+    Retracted statements use pronouns (after an antecedent) and aliases as facts do."""
+    counts = {True: [0, 0], False: [0, 0]}  # pronoun or alias? -> [facts, negatives]
+    retracted_pronouns = 0
+    for seed in range(SPLIT_SEED_BASE["train"], SPLIT_SEED_BASE["train"] + 3):
+        doc = generate_document(seed, 64_000)
+        for form in doc.forms.values():
+            counts[form in ("pronoun", "alias")][0] += 1
+        for d in doc.distractors:
+            if d.kind in ("retracted", "namesake"):
+                counts[d.form in ("pronoun", "alias")][1] += 1
+                retracted_pronouns += d.kind == "retracted" and d.form == "pronoun"
+    share = {k: facts / (facts + negatives) for k, (facts, negatives) in counts.items()}
+    assert retracted_pronouns > 20, counts
+    assert abs(share[True] - share[False]) <= 0.08, share
+
+
 def test_facts_are_spread_over_sentences():
     doc = generate_document(SPLIT_SEED_BASE["eval"], 64_000)
     forms = list(doc.forms.values())

@@ -132,10 +132,13 @@ class DistractorMaker:
             return None
         fields, value, detail, refs = drawn
         slot = RELATION_SLOTS[relation][0]
-        # Named (or aliased), never a pronoun: the statement itself then names its subject, so
-        # a reader who finds it by the name reads the retraction right after it too (a pronoun's
-        # antecedent sentence would be the hit, two sentences before the retraction).
-        ref = r.person_ref(sid, False) if slot == "S" else r.thing_ref(slot, sid, False)
+        # The subject is named, aliased or a pronoun after an antecedent sentence, drawn as a
+        # needle's is: if retracted statements never used a pronoun, "a statement whose subject
+        # is a pronoun is true" would be a rule learnable without reading. A reader who finds a
+        # pronoun statement by its antecedent's name must read two sentences past the hit to
+        # reach the retraction.
+        ok = vp.subject_first
+        ref = r.person_ref(sid, ok) if slot == "S" else r.thing_ref(slot, sid, ok)
         fields[slot] = ref.text
         frame, _ = r.frame()
         sentence, _ = r.compose(vp, "PAST", fields, frame)

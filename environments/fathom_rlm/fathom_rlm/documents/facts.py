@@ -61,6 +61,8 @@ class Distractor:
     shape: str
     spans: tuple[Span, ...]
     fact: Fact | None = None
+    form: str = "name"
+    """How the statement names its subject: "name", "formal", "pronoun" or "alias"."""
 
 
 def person_key(surface: str) -> str:

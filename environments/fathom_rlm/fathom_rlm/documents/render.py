@@ -390,7 +390,7 @@ class Renderer:
         needles = [self.needle(e) for e in evs]
         others = [self.intro(pid) for pid in intro_people]
         used = len(header) + sum(len(u.text) + 1 for u in (*needles, *others))
-        # Three or four retracted false statements per one-off needle, then the cue-word hard
+        # Four or five retracted false statements per one-off needle, then the cue-word hard
         # negatives, all shuffled in with the needles: some land before the true statement,
         # some after it. Retracted ones are dealt a round at a time (every needle its first,
         # then seconds, and so on); units stop where the chapter would hold less than a
@@ -399,7 +399,7 @@ class Renderer:
         one_off = [e for e in evs if e.kind in RETRACTED]
         drawn: list[Unit | None] = [
             self.distractors.retracted(e.kind, e.subject)
-            for share in (1.0, 1.0, 1.0, 0.5)
+            for share in (1.0, 1.0, 1.0, 1.0, 0.5)
             for e in one_off
             if self.rnd() < share
         ]
@@ -472,7 +472,7 @@ class Renderer:
             fact = Fact(u.relation, u.subject, u.value, u.detail, number, date, statement)
         read = fact if kind in ("namesake", "retracted") else None
         out.distractors.append(
-            Distractor(u.kind, u.relation, u.subject, u.value, u.shape, spans, read)
+            Distractor(u.kind, u.relation, u.subject, u.value, u.shape, spans, read, u.form)
         )
 
 

@@ -5,6 +5,8 @@ reads the document only through its tools. Its sub-calls are answered by the sli
 (`envtools.policies.fathom.reader`) when the same policy serves them.
 
 * exact ID: one REPL search for the token, the root reads the hit lines itself (depth 0);
+* a single-hop question (its family is labelled depth 0): the depth-0 plan of `flat`, pages of
+  the sentences around the hits read by the root itself;
 * name questions: one REPL cell per hop greps the names written in the question, cuts the
   sentences around each hit, packs them into slices and reads them with in-REPL `llm()` calls
   (round robin over the names, known quotes passed down) until an answer or a chain's next name
@@ -245,7 +247,9 @@ class FathomReference:
         token = _ID_TOKEN.search(question)
         if token:
             return self.root_exact(view, token.group(0))
-        if self.depth_cap == 0:
+        cap = required_depth(question) if self.depth_cap is None else self.depth_cap
+        if cap == 0:
+            # A depth-0 family (a few windows around one name): the root reads them itself.
             return flat.root_without_sub_calls(self, view)
         chapters = _CHAPTERS.search(question)
         if chapters:

@@ -29,11 +29,14 @@ SELF_READ = "Read the text yourself, without sub-calls."
 WINDOW_DEF = """def window(s, e):
     p = doc.rfind('.', 0, s)
     a = doc.rfind('.', 0, p) + 1 if p > 0 else 0
-    f = doc.find('.', e)
-    g = doc.find('.', f + 1) if f >= 0 else -1
+    g = doc.find('.', e)
+    for _ in range(2):
+        g = doc.find('.', g + 1) if g >= 0 else -1
     return a, (len(doc) if g < 0 else g + 1)
 """
-"""REPL code the reference cells share: the span of the sentence around a hit plus the next one."""
+"""REPL code the reference cells share: the span of the sentence before a hit, the hit's sentence
+and the two after it. A hit is often a pronoun's antecedent: the statement follows it, and a
+retraction that cancels the statement follows that, two sentences past the hit."""
 
 _ID_TOKEN = re.compile(r"\b[A-Z]{2}-\d{4}\b")
 _CHAPTERS = re.compile(r"chapters?\s+(\d+)\s+(?:to|and)\s+(?:chapter\s+)?(\d+)", re.IGNORECASE)

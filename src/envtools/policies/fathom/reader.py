@@ -71,6 +71,25 @@ def reads_whole_history(question: str) -> bool:
         return False
 
 
+# Relations a subject holds once: two different values read for one subject mean one reading is
+# a statement that a later sentence cancels.
+_ONE_OFF = frozenset({"birth", "mentor", "maker", "founding", "seat"})
+
+
+def _drop_cut_statements(facts: list[Any], text: str) -> list[Any]:
+    """A plain statement can be cancelled by the sentence right after it, in its paragraph
+    ("None of it was true."). A statement of a one-off relation that ends a piece of `text` (a
+    window cut after it: a line break that is no paragraph break, or the end of the text) was
+    read without that sentence, so it settles nothing and is dropped; the same statement read in
+    the windows of its own subject's name comes with the sentences after it."""
+
+    def followed(fact: Any) -> bool:
+        end = fact.sentence[1]
+        return end < len(text) and (text[end] == " " or text.startswith("\n\n", end))
+
+    return [f for f in facts if f.relation not in _ONE_OFF or followed(f)]
+
+
 def _key(name: str) -> str:
     """A person by family name (unique within a world), an object or organisation ("the ...")
     by its whole name."""
@@ -161,6 +180,7 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
     offset = len(head) + 2 if head else 0
     whole = f"{head}\n\n{text}" if head else text
     facts = documents.read_facts(whole) if whole.strip() else []
+    facts = _drop_cut_statements(facts, whole)
     answer = answering.answer_from_facts(intent, facts)
     if answer and (complete or intent.family not in _SETTLED_ONLY_WHEN_COMPLETE):
         return str(answer)

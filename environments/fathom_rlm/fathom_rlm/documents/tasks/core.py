@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..document import Document
 from ..world import World
-from .intent import FAMILIES, QuestionIntent
+from .intent import FAMILIES, READING_FAMILIES, QuestionIntent
 
 DEFAULT_FAMILY_MIX: dict[str, float] = {
     "exact_id": 0.15,
@@ -189,7 +189,7 @@ def check_task(document: Document, task: Task, names: frozenset[str] | None = No
         # Every fact is stated with its subject's name in the same sentence: one grep hit
         # line would hold the whole answer.
         return "single_line"
-    if FAMILIES[task.family] >= 1:
+    if task.family in READING_FAMILIES:
         words = names if names is not None else name_words(document.world)
         close = [
             lexical_overlap(task.question, text[ev.span[0] : ev.span[1]], words) > OVERLAP_MAX

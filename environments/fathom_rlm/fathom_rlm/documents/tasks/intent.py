@@ -17,15 +17,24 @@ from .wordings import ORDINALS, RELATIONS, TIMES
 
 # Family name -> the recursion depth the data supports under the default rollout caps (see
 # docs/questions.md, "Depth": sub-calls share one budget over all depths, so depth 2 never
-# reaches text that depth 1 cannot).
+# reaches text that depth 1 cannot). A label stays only where the reference held below it does
+# measurably worse (docs/evaluation.md). single_hop and comparison read a few windows around one
+# or two names' hits, which the root reads as well and about as cheaply itself, so they are depth
+# 0; a chain, a history and a counted chapter range cost the root far more (or fail) without
+# sub-calls.
 FAMILIES: dict[str, int] = {
     "exact_id": 0,
-    "single_hop": 1,
+    "single_hop": 0,
     "multi_hop": 1,
     "temporal": 1,
     "aggregation": 1,
-    "comparison": 1,
+    "comparison": 0,
 }
+# Families a grep of the question's own token answers by design (the ID lookup). Every other
+# family needs its text read, whatever its depth label: the wording-overlap check and the
+# adversaries' bars apply to all of them.
+GREP_FAMILIES: frozenset[str] = frozenset({"exact_id"})
+READING_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f not in GREP_FAMILIES)
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ _TABLE = (
         "What object is registry entry {token}?",
         "Which item bears the number {token} in the registry?",
     ),
-    # ---------------------------------------------------------------- single_hop (depth 1)
+    # ---------------------------------------------------------------- single_hop (depth 0)
     _rel(
         "maker", "single_hop", "person",
         "Who is credited as the creator of {artefact}?",
@@ -247,7 +247,7 @@ _TABLE = (
         "In chapters {first} to {last}, how many people became residents of {town}?",
         "Between chapter {first} and chapter {last}, how many newcomers did {town} receive?",
     ),
-    # ---------------------------------------------------------------- comparison (depth 1)
+    # ---------------------------------------------------------------- comparison (depth 0)
     _rel(
         "older_birth_year", "comparison", "year",
         "What is the year of birth of whichever of {person} and {person2} is older?",
