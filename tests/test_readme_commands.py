@@ -255,6 +255,13 @@ NOT_RUN: dict[str, str] = {
         "the default evaluation runs here"
     ),
     (
+        "uv run python -m envtools.evaluate --split heldout --n 200 --doc-tokens 200000 "
+        "--policies fathom-reference,fathom-reference-d2,fathom-reference-d1,fathom-reference-d0"
+    ): (
+        "the depth ladder on 200 held-out questions at 200K tokens takes many minutes; the "
+        "default evaluation runs here"
+    ),
+    (
         ".venvs/verifiers-0.4.0/bin/python benchmarks/serving_pool.py --env fathom-rlm "
         "--base-url URL --workers 1 2 4 --num-examples 16 --rollouts 4 --doc-tokens 16000"
     ): "a benchmark of several minutes (three pools of 64 rollouts); run by hand for its numbers",
