@@ -18,7 +18,8 @@ over `train` documents, the share of real facts among statements whose subject i
 an alias, and among those that name it. ``--cues`` asks the same of the sentence after a
 statement: the share of real facts among plain statements whose next sentence (same paragraph)
 holds a generic English word of correction (the keyword solver's `CORRECTION_CUES`), and among
-those whose next sentence does not.
+those whose next sentence does not; first for the relations that have retractions (true and
+retracted statements), then for all plain statements and for all.
 """
 
 from __future__ import annotations
@@ -209,10 +210,12 @@ def subject_forms(n_docs: int, tokens: int) -> None:
 
 
 def next_sentence_cues(n_docs: int, tokens: int) -> None:
-    """P(real fact | the next sentence has a correction word) over the first `train` documents,
-    for plain statements (facts, retracted statements, near-namesakes) and for every statement
-    in a relation's shape."""
+    """P(real fact | the next sentence has a correction word) over the first `train` documents:
+    for statements of the relations that have retractions (true ones and retracted ones, the
+    candidates a reading question about a subject sees), for every plain statement (facts,
+    retracted statements, near-namesakes) and for every statement in a relation's shape."""
     from fathom_rlm.documents import split_seeds
+    from fathom_rlm.documents.grammar import RETRACTED
 
     from envtools.policies.fathom.keyword_solver import CORRECTION_CUES
 
@@ -224,26 +227,28 @@ def next_sentence_cues(n_docs: int, tokens: int) -> None:
         text = doc.text
 
         def cue_after(end: int, text: str = text) -> bool:
-            # The sentence right after `end` in its paragraph ("" at a paragraph's end).
+            # The sentence right after `end` in its paragraph (none at a paragraph's end).
             if text[end : end + 1] != " ":
                 return False
-            stop = min((i for i in (text.find(c, end + 1) for c in ".!?\n") if i >= 0), default=-1)
-            return bool(CORRECTION_CUES.search(text[end + 1 : stop].lower()))
+            stops = [i for i in (text.find(c, end + 1) for c in ".!?\n") if i >= 0]
+            return bool(CORRECTION_CUES.search(text[end + 1 : min(stops, default=-1)].lower()))
 
-        rows = [(True, "", cue_after(f.sentence[1])) for f in doc.facts.values()]
-        # A distractor's own sentence is its first span after any remote antecedent: the
-        # retracted one ends where its retraction begins, one space before it.
+        rows = [(True, "", f.relation, cue_after(f.sentence[1])) for f in doc.facts.values()]
+        # A retracted statement's own sentence is the span before its retraction.
         for d in doc.distractors:
             own = d.spans[-2] if d.kind == "retracted" else d.spans[-1]
-            rows.append((False, d.kind, cue_after(own[1])))
-        for is_fact, kind, cue in rows:
-            for scope in ["all"] + (
-                ["plain"] if is_fact or kind in ("retracted", "namesake") else []
-            ):
+            rows.append((False, d.kind, d.relation, cue_after(own[1])))
+        for is_fact, kind, relation, cue in rows:
+            scopes = ["all"]
+            if is_fact or kind in ("retracted", "namesake"):
+                scopes.append("plain")
+            if relation in RETRACTED and (is_fact or kind == "retracted"):
+                scopes.append("retracted relations")
+            for scope in scopes:
                 counts[scope, is_fact, cue] += 1
     print("| statements | next sentence | facts | hard negatives | P(fact) |")
     print("|---|---|---:|---:|---:|")
-    for scope in ("plain", "all"):
+    for scope in ("retracted relations", "plain", "all"):
         for cue in (True, False):
             f, d = counts[scope, True, cue], counts[scope, False, cue]
             label = "correction word" if cue else "no correction word"
