@@ -157,6 +157,12 @@ CORRECTION_CUES = re.compile(
     r"backwards|\bin fact\b|actually|\blie\b|\blies\b|\blied\b|fiction|myth|hoax|doubt|"
     r"denied|deny|rumou?r|gossip|invalid|void|erase|delet|expung|scratched|blot"
 )
+# Generic English markers of a doubt raised and then dismissed ("..., but it held"): with
+# `contrast_exempt` a next sentence holding one does not veto the statement before it.
+CONTRAST_MARKERS = re.compile(
+    r"\bbut\b|\byet\b|\buntil\b|refus|came to nothing|found (?:none|no)\b|would not|could not|"
+    r"\bthough\b|however"
+)
 _STEM = 5  # learned cue words are compared by their first letters: "mistaken" ~ "mistake"
 _ORDINALS = {
     w: i + 1 for i, w in enumerate(["first", "second", "third", "fourth", "fifth", "sixth"])
@@ -357,9 +363,13 @@ class NextSentenceCues:
 
     learned: frozenset[str] = frozenset()
     use_lexicon: bool = True
+    contrast_exempt: bool = False
 
     def cancels(self, sentence: str) -> bool:
-        if self.use_lexicon and CORRECTION_CUES.search(sentence.lower()):
+        low = sentence.lower()
+        if self.contrast_exempt and CONTRAST_MARKERS.search(low):
+            return False
+        if self.use_lexicon and CORRECTION_CUES.search(low):
             return True
         return bool(self.learned & _stems(sentence))
 
@@ -530,6 +540,7 @@ def accuracy_by_family(
     doc_tokens: int = 200_000,
     next_sentence_cues: bool = False,
     limit: int | None = None,
+    contrast_exempt: bool = False,
 ) -> dict[str, float]:
     """Learn on `train` at `doc_tokens`, answer every question of `split` (the first `limit`
     rows when given); mean correctness per family (the gold check of the environment:
@@ -540,7 +551,8 @@ def accuracy_by_family(
     cues = None
     if next_sentence_cues:
         seeds = list(dict.fromkeys(r["seed"] for _, r in train))[:20]
-        cues = NextSentenceCues(learn_next_sentence_cues(seeds, doc_tokens))
+        learned = learn_next_sentence_cues(seeds, doc_tokens)
+        cues = NextSentenceCues(learned, contrast_exempt=contrast_exempt)
     solver = KeywordSolver(learn(train), cues)
     texts: dict[int, Text] = {}
     right: dict[str, list[bool]] = defaultdict(list)
@@ -564,6 +576,13 @@ if __name__ == "__main__":
         action="store_true",
         help="drop statements whose next sentence reads as a correction (see the module)",
     )
+    parser.add_argument(
+        "--contrast-exempt",
+        action="store_true",
+        help="with --next-sentence-cues: no veto when the next sentence has a contrast marker",
+    )
     args = parser.parse_args()
-    result = accuracy_by_family(args.split, args.doc_tokens, args.next_sentence_cues)
+    result = accuracy_by_family(
+        args.split, args.doc_tokens, args.next_sentence_cues, contrast_exempt=args.contrast_exempt
+    )
     print(json.dumps(result, indent=1))
