@@ -320,7 +320,8 @@ class WordWeights:
     def score(self, cls: str, sentence: str) -> float:
         base = cls.split(":")[-1]
         low = sentence.lower()
-        total = sum(self.weight(cls, w) for w in self.words(sentence))
+        # Sorted: a set's order follows the string hash seed, and float sums follow the order.
+        total = sum(self.weight(cls, w) for w in sorted(self.words(sentence)))
         if base in LEXICON and re.search(LEXICON[base], low):
             total += 6
         if NEGATION_CUES.search(low):
