@@ -5,6 +5,7 @@ Usage: uv run python benchmarks/fathom_documents.py [--seeds 7] [--tokens 16000 
        uv run python benchmarks/fathom_documents.py --shapes
        uv run python benchmarks/fathom_documents.py --naive 5 --tokens 64000
        uv run python benchmarks/fathom_documents.py --subjects 20 --tokens 200000
+       uv run python benchmarks/fathom_documents.py --cues 20 --tokens 200000
 
 Reports median / min / max wall time over several seeds for each length (fresh generation, no
 cache), the median CPU time of the process (less sensitive to other work sharing the machine),
@@ -14,7 +15,11 @@ pattern matcher that knows the train split's verb phrases but not what the sente
 means, over train and heldout documents, and reports what share of its matches are real facts.
 ``--subjects`` asks whether how a statement names its subject tells a fact from a hard negative:
 over `train` documents, the share of real facts among statements whose subject is a pronoun or
-an alias, and among those that name it.
+an alias, and among those that name it. ``--cues`` asks the same of the sentence after a
+statement: the share of real facts among plain statements whose next sentence (same paragraph)
+holds a generic English word of correction (the keyword solver's `CORRECTION_CUES`), and among
+those whose next sentence does not; first for the relations that have retractions (true and
+retracted statements), then for all plain statements and for all.
 """
 
 from __future__ import annotations
@@ -61,7 +66,14 @@ def main() -> None:
     parser.add_argument(
         "--subjects", type=int, default=0, metavar="DOCS", help="subject forms of facts/negatives"
     )
+    parser.add_argument(
+        "--cues", type=int, default=0, metavar="DOCS", help="correction words after statements"
+    )
     args = parser.parse_args()
+    if args.cues:
+        for tokens in args.tokens:
+            next_sentence_cues(args.cues, tokens)
+        return
     if args.subjects:
         for tokens in args.tokens:
             subject_forms(args.subjects, tokens)
@@ -195,6 +207,52 @@ def subject_forms(n_docs: int, tokens: int) -> None:
         for cls in ("pronoun", "alias", "pronoun/alias", "named"):
             f, d = counts.get((scope, True, cls), 0), counts.get((scope, False, cls), 0)
             print(f"| {scope} | {cls} | {f} | {d} | {f / max(1, f + d):.3f} |")
+
+
+def next_sentence_cues(n_docs: int, tokens: int) -> None:
+    """P(real fact | the next sentence has a correction word) over the first `train` documents:
+    for statements of the relations that have retractions (true ones and retracted ones, the
+    candidates a reading question about a subject sees), for every plain statement (facts,
+    retracted statements, near-namesakes) and for every statement in a relation's shape."""
+    from fathom_rlm.documents import split_seeds
+    from fathom_rlm.documents.grammar import RETRACTED
+
+    from envtools.policies.fathom.keyword_solver import CORRECTION_CUES
+
+    seeds = list(dict.fromkeys(split_seeds("train")))[:n_docs]
+    counts: Counter[tuple[str, bool, bool]] = Counter()  # (scope, is fact, cue after) -> n
+    print(f"generator {GENERATOR_VERSION}; {len(seeds)} train documents of {tokens:,} tokens")
+    for seed in seeds:
+        doc = generate_document(seed, tokens)
+        text = doc.text
+
+        def cue_after(end: int, text: str = text) -> bool:
+            # The sentence right after `end` in its paragraph (none at a paragraph's end).
+            if text[end : end + 1] != " ":
+                return False
+            stops = [i for i in (text.find(c, end + 1) for c in ".!?\n") if i >= 0]
+            return bool(CORRECTION_CUES.search(text[end + 1 : min(stops, default=-1)].lower()))
+
+        rows = [(True, "", f.relation, cue_after(f.sentence[1])) for f in doc.facts.values()]
+        # A retracted statement's own sentence is the span before its retraction.
+        for d in doc.distractors:
+            own = d.spans[-2] if d.kind == "retracted" else d.spans[-1]
+            rows.append((False, d.kind, d.relation, cue_after(own[1])))
+        for is_fact, kind, relation, cue in rows:
+            scopes = ["all"]
+            if is_fact or kind in ("retracted", "namesake"):
+                scopes.append("plain")
+            if relation in RETRACTED and (is_fact or kind == "retracted"):
+                scopes.append("retracted relations")
+            for scope in scopes:
+                counts[scope, is_fact, cue] += 1
+    print("| statements | next sentence | facts | hard negatives | P(fact) |")
+    print("|---|---|---:|---:|---:|")
+    for scope in ("retracted relations", "plain", "all"):
+        for cue in (True, False):
+            f, d = counts[scope, True, cue], counts[scope, False, cue]
+            label = "correction word" if cue else "no correction word"
+            print(f"| {scope} | {label} | {f} | {d} | {f / max(1, f + d):.3f} |")
 
 
 def baselines(n_docs: int, tokens: int, per_doc: int = 60) -> None:

@@ -56,10 +56,10 @@ SCORE_NAMES = (REWARD_NAME, *COMPONENT_NAMES, *METRIC_NAMES)
 # `uv run python -m envtools.policies.fathom.calibrate --n 150 --doc-tokens 200000`.
 ORACLE_FIXED_TOKENS: dict[str, int] = {
     "exact_id": 2_300,
-    "single_hop": 7_100,
-    "multi_hop": 20_000,
-    "temporal": 16_300,
-    "comparison": 22_300,
+    "single_hop": 7_700,
+    "multi_hop": 19_600,
+    "temporal": 15_700,
+    "comparison": 24_700,
     "aggregation": 26_700,
 }
 

@@ -12,6 +12,7 @@ from fathom_rlm.documents.grammar import (
     ALL_VERB_PHRASES,
     RELATION_SLOTS,
     RELATIONS,
+    RETRACTED,
     SPLITS,
     deal,
     shape_ids,
@@ -21,6 +22,7 @@ from fathom_rlm.documents.grammar_tables import (
     ADVERBIALS,
     ALIAS_INTROS,
     ASIDES,
+    DISMISSALS,
     DISTRACTOR_WRAPPERS,
     FACT_FRAMES,
     RETRACTIONS,
@@ -69,6 +71,7 @@ def test_splits_share_no_phrase():
         *DISTRACTOR_WRAPPERS.values(),
         ALIAS_INTROS,
         RETRACTIONS,
+        DISMISSALS,
         *FILLER.values(),
         TITLE_PATTERNS,
     ]
@@ -182,6 +185,24 @@ def test_distractors_are_false_and_read_as_nothing(docs):
                 else:
                     assert _distractor_value_is_false(doc, d), d
                     assert read == [], (d, doc.text[start:end])
+
+
+def test_true_statements_stand_after_their_dismissed_doubt(docs):
+    """Every true statement of a relation that has retractions is followed by a doubt in the
+    retractions' own words, dismissed (its split's own sentences): the reader keeps the fact,
+    so only a retraction cancels and a correction word in the next sentence decides nothing."""
+    for split, split_docs in docs.items():
+        dismissals = split_grammar(split).dismissals
+        assert dismissals and not set(dismissals) & set(split_grammar(split).retractions)
+        for doc in split_docs:
+            for fact in doc.facts.values():
+                if fact.relation not in RETRACTED:
+                    continue
+                end = fact.sentence[1]
+                after = [d for d in dismissals if doc.text.startswith(" " + d, end)]
+                assert len(after) == 1, doc.text[fact.sentence[0] : end + 100]
+                read = read_facts(doc.text[: end + 1 + len(after[0])])
+                assert fact.sentence in [f.sentence for f in read], fact
 
 
 def test_subject_form_does_not_tell_a_fact_from_a_plain_negative():

@@ -23,6 +23,7 @@ from .grammar_tables import (
     ADVERBIALS,
     ALIAS_INTROS,
     ASIDES,
+    DISMISSALS,
     DISTRACTOR_WRAPPERS,
     FACT_FRAMES,
     INITIAL_VERB_PHRASES,
@@ -55,7 +56,8 @@ TIMED = frozenset({"residence", "employment", "owner"})
 NO_PLANNED = frozenset({"birth"})
 # Relations that hold once per subject and are asked by reading questions (IDs are matched
 # exactly, not read): each needle of these brings false statements in its own
-# shapes, cancelled by a retraction in the next sentence (so no cue word sits in the statement).
+# shapes, cancelled by a retraction in the next sentence (so no cue word sits in the statement);
+# the true statement is followed by a dismissed doubt in the same vocabulary.
 RETRACTED = frozenset({"birth", "mentor", "maker", "founding", "seat"})
 
 _VP = re.compile(
@@ -152,6 +154,7 @@ class SplitGrammar:
     wrappers: dict[str, tuple[tuple[str, str, str], ...]]
     intros: tuple[str, ...]
     retractions: tuple[str, ...] = ()
+    dismissals: tuple[str, ...] = ()
 
     def distractor_kinds(self, relation: str) -> tuple[str, ...]:
         return tuple(k for k in DISTRACTOR_KINDS if not (k == "planned" and relation in NO_PLANNED))
@@ -211,6 +214,7 @@ def split_grammar(split: str) -> SplitGrammar:
         wrappers={kind: deal(ws, split) for kind, ws in DISTRACTOR_WRAPPERS.items()},
         intros=deal(ALIAS_INTROS, split),
         retractions=deal(RETRACTIONS, split),
+        dismissals=deal(DISMISSALS, split),
     )
 
 

@@ -313,6 +313,38 @@ RETRACTIONS: tuple[str, ...] = (
     "Whoever wrote that had it backwards.",
 )
 
+# Dismissed doubts: a sentence of its own, right after every true statement of a relation
+# that has retractions. It raises a correction in the retractions' own words (error, struck,
+# never, false, mistaken ...) and dismisses it, so the statement stands: a filter that drops
+# statements whose next sentence sounds like a correction drops the true one with the false
+# ones. Fixed sentences (no slots, no names, no relation verbs); each split has its own.
+DISMISSALS: tuple[str, ...] = (
+    "Some took it for a clerk's error; the register had it right.",
+    "Nobody ever found a mistake in that entry.",
+    "The gossips called it false, and they were wrong.",
+    "A rival wanted the line struck out, and the court kept it.",
+    "No one ever managed to disprove it.",
+    "The entry was never withdrawn, whatever the rumours said.",
+    "It looked like a muddle of two families, and it was nothing of the kind.",
+    "Later inquiry cleared it of any error.",
+    "The notary was asked to retract it and kept it in the book.",
+    "Whoever doubted it had it backwards.",
+    "Some thought it a forgery, and the seal proved them mistaken.",
+    "Every attempt to prove it wrong failed.",
+    "It was not the mistake some took it for.",
+    "The archivist looked for an error in it in vain.",
+    "The story was doubted at first and held up.",
+    "Not one line of it was ever corrected.",
+    "A careless scribe was blamed at first; the record was sound.",
+    "Nobody who checked the facts was able to call it false.",
+    "The talk of a confusion with someone else did not survive the first honest look.",
+    "The gazette never printed a retraction of it.",
+    "Talk of a spurious entry died away once the ledger was checked.",
+    "The error some suspected was in their own copies, not in this one.",
+    "It was never struck from the chronicle.",
+    "Those who called it an invention were soon shown to be mistaken.",
+)
+
 # Introductions of a person's alias (nickname or epithet); each aliased person gets exactly one.
 ALIAS_INTROS: tuple[str, ...] = (
     "{N} was known along the river as {K}",

@@ -269,6 +269,11 @@ class Renderer:
         self.with_subject(unit, slot, sid, ref, sentence)
         for other in refs:
             unit.remote.extend(other.remote)
+        if relation in RETRACTED:
+            # Its retracted false statements are each followed by a correction; the true one is
+            # followed by a doubt in the same words, dismissed, so the next sentence's words
+            # alone do not tell which statement stands.
+            unit.text += " " + self.pick(self.grammar.dismissals)
         return unit
 
     def event_fields(self, ev: Event):

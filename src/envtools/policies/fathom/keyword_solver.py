@@ -16,10 +16,17 @@ world:
 For a question it finds its names, scores every sentence about them that holds a candidate of
 the asked type, and answers the best candidate; chains follow the first hop's answer; counts
 add the scored sentences of the chapter range that name the town.
+
+With ``next_sentence_cues`` it also reads the sentence right after each candidate statement (in
+the same paragraph) and drops the statement when that sentence sounds like a correction: a
+generic English correction lexicon (`CORRECTION_CUES`) plus word stems learned on `train` from
+the sentences that follow retracted statements against those that follow true ones (the
+generator's own annotations, read on `train` only).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import Counter, defaultdict
@@ -141,6 +148,22 @@ NEGATION_CUES = re.compile(
     r"false|correct|\bor so\b|word went|talk of|\bsaid\b|dream|wish|meant to|almost|nearly|"
     r"missed|instead|rather than|\""
 )
+# Words English uses to take back what was just said, written from English, not from any
+# generator table: a statement followed by one of these in its next sentence is dropped.
+CORRECTION_CUES = re.compile(
+    r"\bnot\b|n't\b|\bno\b|\bnone\b|nobody|no one|nothing|never|error|mistak|wrong|\bfalse|"
+    r"untrue|retract|withdr|struck|strike|crossed|disprov|refut|debunk|spurious|forg[ea]|invent|"
+    r"fabricat|baseless|unfounded|misprint|erratum|correct|amend|mended|put right|confus|muddle|"
+    r"backwards|\bin fact\b|actually|\blie\b|\blies\b|\blied\b|fiction|myth|hoax|doubt|"
+    r"denied|deny|rumou?r|gossip|invalid|void|erase|delet|expung|scratched|blot"
+)
+# Generic English markers of a doubt raised and then dismissed ("..., but it held"): with
+# `contrast_exempt` a next sentence holding one does not veto the statement before it.
+CONTRAST_MARKERS = re.compile(
+    r"\bbut\b|\byet\b|\buntil\b|refus|came to nothing|found (?:none|no)\b|would not|could not|"
+    r"\bthough\b|however"
+)
+_STEM = 5  # learned cue words are compared by their first letters: "mistaken" ~ "mistake"
 _ORDINALS = {
     w: i + 1 for i, w in enumerate(["first", "second", "third", "fourth", "fifth", "sixth"])
 }
@@ -297,7 +320,8 @@ class WordWeights:
     def score(self, cls: str, sentence: str) -> float:
         base = cls.split(":")[-1]
         low = sentence.lower()
-        total = sum(self.weight(cls, w) for w in self.words(sentence))
+        # Sorted: a set's order follows the string hash seed, and float sums follow the order.
+        total = sum(self.weight(cls, w) for w in sorted(self.words(sentence)))
         if base in LEXICON and re.search(LEXICON[base], low):
             total += 6
         if NEGATION_CUES.search(low):
@@ -330,11 +354,87 @@ def learn(pairs: Iterable[tuple[str, Mapping[str, Any]]], max_rows: int = 500) -
     return model
 
 
+def _stems(sentence: str) -> set[str]:
+    return {w[:_STEM] for w in _WORD.findall(sentence.lower()) if len(w) >= 3}
+
+
+@dataclass
+class NextSentenceCues:
+    """Does the sentence after a statement take it back? The hand lexicon plus learned stems."""
+
+    learned: frozenset[str] = frozenset()
+    use_lexicon: bool = True
+    contrast_exempt: bool = False
+
+    def cancels(self, sentence: str) -> bool:
+        low = sentence.lower()
+        if self.contrast_exempt and CONTRAST_MARKERS.search(low):
+            return False
+        if self.use_lexicon and CORRECTION_CUES.search(low):
+            return True
+        return bool(self.learned & _stems(sentence))
+
+
+def learn_next_sentence_cues(
+    seeds: Iterable[int], doc_tokens: int, min_count: int = 5, min_log_odds: float = 2.0
+) -> frozenset[str]:
+    """Word stems much more frequent after retracted statements than after true facts, from
+    the generator's annotations of `train` documents (the only split whose annotations the
+    attack may read)."""
+    from fathom_rlm.documents import get_document
+
+    after_false: Counter[str] = Counter()
+    after_true: Counter[str] = Counter()
+    n_false = n_true = 0
+    for seed in seeds:
+        doc = get_document(seed, doc_tokens=doc_tokens)
+        text = Text(doc.text)
+        for d in doc.distractors:
+            if d.kind == "retracted":
+                after_false.update(_stems(doc.text[d.spans[-1][0] : d.spans[-1][1]]))
+                n_false += 1
+        for fact in doc.facts.values():
+            following = _next_in_paragraph(text, fact.sentence[1])
+            if following is not None:
+                after_true.update(_stems(following))
+                n_true += 1
+    out = set()
+    for stem, k in after_false.items():
+        if k < min_count:
+            continue
+        odds = math.log(((k + 0.5) / (n_false + 1)) / ((after_true[stem] + 0.5) / (n_true + 1)))
+        if odds >= min_log_odds:
+            out.add(stem)
+    return frozenset(out)
+
+
+def _next_in_paragraph(text: Text, end: int) -> str | None:
+    """The sentence that starts right after offset `end` in the same paragraph, if any."""
+    i = bisect.bisect_left([at for at, _ in text.sentences], end)
+    if i >= len(text.sentences):
+        return None
+    between = text.text[end : text.sentences[i][0]]
+    return None if between.strip() or "\n" in between else text.sentences[i][1]
+
+
 class KeywordSolver:
     """Answers fathom questions from the document text with `WordWeights` (see the module)."""
 
-    def __init__(self, model: WordWeights) -> None:
+    def __init__(self, model: WordWeights, cues: NextSentenceCues | None = None) -> None:
         self.model = model
+        self.cues = cues
+
+    def score(self, doc: Text, cls: str, i: int) -> float:
+        """The sentence's score, minus a veto when the next sentence of its paragraph takes it
+        back (only with next-sentence cues)."""
+        at, sentence = doc.sentences[i]
+        total = self.model.score(cls, sentence)
+        if self.cues is not None and i + 1 < len(doc.sentences):
+            next_at, following = doc.sentences[i + 1]
+            # A sentence match stops at a line break, so one between them ends the paragraph.
+            if "\n" not in doc.text[at:next_at] and self.cues.cancels(following):
+                total -= 100
+        return total
 
     def _cls(self, cls: str) -> str:
         return cls if self.model.sizes[cls, True] >= 5 else "other"
@@ -342,8 +442,8 @@ class KeywordSolver:
     def hop(self, doc: Text, cls: str, name: str, kind: str) -> str | None:
         cls = self._cls(cls)
         scored = [
-            (self.model.score(cls, s), found[-1] if kind == "year" else found[0])
-            for _, s, found in doc.hits(name, kind)
+            (self.score(doc, cls, i), found[-1] if kind == "year" else found[0])
+            for i, _, found in doc.hits(name, kind)
         ]
         best = max(scored, default=None, key=lambda x: x[0])
         return best[1] if best and best[0] > 0 else None
@@ -392,8 +492,8 @@ class KeywordSolver:
         cls = self._cls("temporal:owner" if owner else "temporal:residence")
         seen = [
             doc.canonical(found[0])
-            for _, s, found in doc.hits(names[0], "person" if owner else "place")
-            if self.model.score(cls, s) > 0
+            for i, _, found in doc.hits(names[0], "person" if owner else "place")
+            if self.score(doc, cls, i) > 0
         ]
         history = [x for i, x in enumerate(seen) if i == 0 or x != seen[i - 1]]
         if not history:
@@ -420,8 +520,8 @@ class KeywordSolver:
         cls = self._cls("temporal:residence")
         n = sum(
             1
-            for at, s in doc.sentences
-            if a <= at < b and town.search(s) and self.model.score(cls, s) > 0
+            for i, (at, s) in enumerate(doc.sentences)
+            if a <= at < b and town.search(s) and self.score(doc, cls, i) > 0
         )
         return str(n)
 
@@ -436,15 +536,28 @@ def _pairs(split: str, doc_tokens: int) -> list[tuple[str, dict[str, Any]]]:
     return [(texts[r["seed"]], r) for r in rows]
 
 
-def accuracy_by_family(split: str = "heldout", doc_tokens: int = 200_000) -> dict[str, float]:
-    """Learn on `train` at `doc_tokens`, answer every question of `split`; mean correctness per
-    family (the gold check of the environment: `matches_gold` with the row's aliases)."""
+def accuracy_by_family(
+    split: str = "heldout",
+    doc_tokens: int = 200_000,
+    next_sentence_cues: bool = False,
+    limit: int | None = None,
+    contrast_exempt: bool = False,
+) -> dict[str, float]:
+    """Learn on `train` at `doc_tokens`, answer every question of `split` (the first `limit`
+    rows when given); mean correctness per family (the gold check of the environment:
+    `matches_gold` with the row's aliases)."""
     from fathom_rlm.documents import matches_gold
 
-    solver = KeywordSolver(learn(_pairs("train", doc_tokens)))
+    train = _pairs("train", doc_tokens)
+    cues = None
+    if next_sentence_cues:
+        seeds = list(dict.fromkeys(r["seed"] for _, r in train))[:20]
+        learned = learn_next_sentence_cues(seeds, doc_tokens)
+        cues = NextSentenceCues(learned, contrast_exempt=contrast_exempt)
+    solver = KeywordSolver(learn(train), cues)
     texts: dict[int, Text] = {}
     right: dict[str, list[bool]] = defaultdict(list)
-    for text, row in _pairs(split, doc_tokens):
+    for text, row in _pairs(split, doc_tokens)[:limit]:
         doc = texts.setdefault(row["seed"], Text(text))
         guess = solver.answer(doc, row["family"], row["question"])
         ok = guess is not None and matches_gold(guess, row["answer"], row.get("aliases", ()))
@@ -459,5 +572,18 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="heldout", choices=("train", "eval", "heldout"))
     parser.add_argument("--doc-tokens", type=int, default=200_000)
+    parser.add_argument(
+        "--next-sentence-cues",
+        action="store_true",
+        help="drop statements whose next sentence reads as a correction (see the module)",
+    )
+    parser.add_argument(
+        "--contrast-exempt",
+        action="store_true",
+        help="with --next-sentence-cues: no veto when the next sentence has a contrast marker",
+    )
     args = parser.parse_args()
-    print(json.dumps(accuracy_by_family(args.split, args.doc_tokens), indent=1))
+    result = accuracy_by_family(
+        args.split, args.doc_tokens, args.next_sentence_cues, contrast_exempt=args.contrast_exempt
+    )
+    print(json.dumps(result, indent=1))
