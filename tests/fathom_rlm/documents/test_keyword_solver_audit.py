@@ -11,6 +11,12 @@ The stronger variant (`--next-sentence-cues`) also drops every statement whose n
 holds an English word of correction, from a hand-written lexicon and from stems learned on
 `train` annotations. True statements of the retracted relations are followed by a doubt in the
 same words, dismissed, so that filter drops the true statement with the false ones.
+
+The follower-frequency solver needs no word list: inside one document a retraction wording
+recurs four or five times as often as a dismissal wording, so counting repeats of the sentence
+after each statement tells them apart. It beats the bar on `fathom-docs-5`; the test below is a
+strict expected failure until the generator closes it (environments/fathom_rlm/docs/
+reward_audit.md, "Follower frequency").
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import pytest
 from fathom_rlm.documents.grammar import split_grammar
 from fathom_rlm.documents.tasks.intent import READING_FAMILIES
 
+from envtools.policies.fathom import follower_frequency
 from envtools.policies.fathom.keyword_solver import CORRECTION_CUES, accuracy_by_family
 
 pytestmark = pytest.mark.reward_audit
@@ -62,6 +69,20 @@ def test_next_sentence_cues_stay_below_the_bar_on_reading_families(
     heldout_accuracy_with_next_sentence_cues,
 ):
     accuracy = heldout_accuracy_with_next_sentence_cues
+    assert set(READING_FAMILIES) <= set(accuracy)
+    over = {f: a for f, a in accuracy.items() if f in READING_FAMILIES and a > 0.30}
+    assert not over, over
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="fathom-docs-5: a retraction wording recurs 4-5 times as often as a dismissal "
+    "wording in a document, so counting followers beats the bar (single_hop 0.64, comparison "
+    "0.52 at 16K); open, see docs/reward_audit.md",
+)
+def test_follower_frequency_stays_below_the_bar_on_reading_families():
+    accuracy = follower_frequency.accuracy_by_family("heldout", doc_tokens=16_000)
     assert set(READING_FAMILIES) <= set(accuracy)
     over = {f: a for f, a in accuracy.items() if f in READING_FAMILIES and a > 0.30}
     assert not over, over

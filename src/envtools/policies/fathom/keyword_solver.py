@@ -546,15 +546,21 @@ def accuracy_by_family(
     """Learn on `train` at `doc_tokens`, answer every question of `split` (the first `limit`
     rows when given); mean correctness per family (the gold check of the environment:
     `matches_gold` with the row's aliases)."""
-    from fathom_rlm.documents import matches_gold
-
     train = _pairs("train", doc_tokens)
     cues = None
     if next_sentence_cues:
         seeds = list(dict.fromkeys(r["seed"] for _, r in train))[:20]
         learned = learn_next_sentence_cues(seeds, doc_tokens)
         cues = NextSentenceCues(learned, contrast_exempt=contrast_exempt)
-    solver = KeywordSolver(learn(train), cues)
+    return solve_split(KeywordSolver(learn(train), cues), split, doc_tokens, limit)
+
+
+def solve_split(
+    solver: KeywordSolver, split: str, doc_tokens: int, limit: int | None = None
+) -> dict[str, float]:
+    """Mean correctness per family of `solver` over `split` (its first `limit` rows)."""
+    from fathom_rlm.documents import matches_gold
+
     texts: dict[int, Text] = {}
     right: dict[str, list[bool]] = defaultdict(list)
     for text, row in _pairs(split, doc_tokens)[:limit]:
