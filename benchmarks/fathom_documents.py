@@ -70,25 +70,21 @@ def main() -> None:
         "--cues", type=int, default=0, metavar="DOCS", help="correction words after statements"
     )
     args = parser.parse_args()
-    if args.cues:
-        for tokens in args.tokens:
-            next_sentence_cues(args.cues, tokens)
-        return
-    if args.subjects:
-        for tokens in args.tokens:
-            subject_forms(args.subjects, tokens)
-        return
     if args.shapes:
         shapes()
         return
-    if args.naive:
-        for tokens in args.tokens:
-            naive(args.naive, tokens)
-        return
-    if args.baselines:
-        for tokens in args.tokens:
-            baselines(args.baselines, tokens)
-        return
+    # Each study instead of timing: DOCS documents at every length asked for.
+    studies = {
+        "cues": next_sentence_cues,
+        "subjects": subject_forms,
+        "naive": naive,
+        "baselines": baselines,
+    }
+    for option, study in studies.items():
+        if n_docs := getattr(args, option):
+            for tokens in args.tokens:
+                study(n_docs, tokens)
+            return
 
     print(f"generator {GENERATOR_VERSION}; {args.seeds} seeds per length (times in ms)")
     print("| doc_tokens | chars | generate median | min | max | CPU median | make_tasks median |")

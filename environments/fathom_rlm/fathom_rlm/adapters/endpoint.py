@@ -6,11 +6,10 @@ endpoint its `llm` sub-calls go to).
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
 from fathom_rlm.agent import ChatFn, ChatReply, Message, ToolSchema
+from fathom_rlm.agent.chat import chat_reply, chat_request
 
 
 def endpoint_chat(
@@ -23,14 +22,9 @@ def endpoint_chat(
     """
 
     async def chat(messages: list[Message], tools: list[ToolSchema] | None) -> ChatReply:
-        body: dict[str, Any] = {"model": model, "messages": messages}
-        if tools:
-            body["tools"] = tools
-        if max_completion_tokens is not None:
-            body["max_tokens"] = max_completion_tokens
+        body = chat_request(model, messages, tools, max_completion_tokens)
         response = await client.post("chat/completions", json=body)
         response.raise_for_status()
-        payload = response.json()
-        return ChatReply(payload["choices"][0]["message"], payload.get("usage"))
+        return chat_reply(response.json())
 
     return chat

@@ -34,6 +34,7 @@ from typing import Any
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.scoring import build_rows, load_document, reward_config
 from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutTools, ToolSchema
+from fathom_rlm.agent.chat import chat_reply, chat_request
 from fathom_rlm.agent.loop import initial_messages
 from fathom_rlm.rewards import REWARD_NAME, score_rollout
 
@@ -330,12 +331,7 @@ def endpoint_chat(
             return json.loads(response.read())
 
     async def chat(messages: list[Message], tools: list[ToolSchema] | None) -> ChatReply:
-        body: dict[str, Any] = {"model": model, "messages": messages}
-        if tools:
-            body["tools"] = tools
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
-        payload = await asyncio.to_thread(post, body)
-        return ChatReply(payload["choices"][0]["message"], payload.get("usage"))
+        body = chat_request(model, messages, tools, max_tokens)
+        return chat_reply(await asyncio.to_thread(post, body))
 
     return chat

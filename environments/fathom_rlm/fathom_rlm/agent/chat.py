@@ -36,6 +36,24 @@ result type duck-types), so an adapter rarely needs to convert.
 """
 
 
+def chat_request(
+    model: str, messages: list[Message], tools: list[ToolSchema] | None, max_tokens: int | None
+) -> dict[str, Any]:
+    """The JSON body of an OpenAI-compatible `/chat/completions` call (no tools key without
+    tools; `max_tokens` only when a cap is given)."""
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    if tools:
+        body["tools"] = tools
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    return body
+
+
+def chat_reply(payload: dict[str, Any]) -> ChatReply:
+    """The first choice's message and the reported usage of a `/chat/completions` response."""
+    return ChatReply(payload["choices"][0]["message"], payload.get("usage"))
+
+
 def message_chars(message: Message) -> int:
     """Characters a message contributes to a prompt: its text plus any tool-call arguments."""
     content = message.get("content")

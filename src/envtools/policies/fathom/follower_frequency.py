@@ -20,7 +20,14 @@ import math
 import re
 from collections import Counter
 
-from envtools.policies.fathom.keyword_solver import KeywordSolver, Text, _pairs, learn, solve_split
+from envtools.policies.fathom.keyword_solver import (
+    KeywordSolver,
+    Text,
+    WordWeights,
+    _pairs,
+    learn,
+    solve_split,
+)
 
 MIN_REPEATS = 3
 """A stock sentence occurs at least this often, word for word, in the document."""
@@ -63,8 +70,8 @@ def _two_means_midpoint(xs: list[float]) -> float | None:
 class FollowerFrequencySolver(KeywordSolver):
     """The keyword solver, plus a bonus for statements whose next sentence is a rare stock one."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, model: WordWeights) -> None:
+        super().__init__(model)
         self._counts: dict[int, FollowerCounts] = {}
 
     def score(self, doc: Text, cls: str, i: int) -> float:
