@@ -117,19 +117,19 @@ class DistractorMaker:
         unit.remote = remote + unit.remote
         return unit
 
-    def retracted(self, relation: str, sid: int) -> Unit | None:
+    def retracted(self, relation: str, sid: int) -> Unit:
         """A plain false statement about subject ``sid`` in the relation's own shapes (no cue
-        word), followed by a retraction sentence that cancels it; None when no false value
-        was drawn."""
+        word), followed by a retraction sentence that cancels it."""
         r, Unit = self.r, self.unit_class
         vp = r.pick(r.grammar.phrases(relation))
-        drawn = None
-        for _ in range(3):
+        # Each draw hits a true value with probability well under a half (one birthplace among
+        # ten or more places, one maker among the cast ...), so this ends at once in practice.
+        for _ in range(100):
             drawn = self.false_of(relation, sid)
             if drawn is not None:
                 break
-        if drawn is None:
-            return None
+        else:
+            raise RuntimeError(f"no false {relation} value for subject {sid}")
         fields, value, detail, refs = drawn
         slot = RELATION_SLOTS[relation][0]
         # The subject is named, aliased or a pronoun after an antecedent sentence, drawn as a
@@ -142,7 +142,7 @@ class DistractorMaker:
         fields[slot] = ref.text
         frame, _ = r.frame()
         sentence, _ = r.compose(vp, "PAST", fields, frame)
-        retraction = r.pick(r.grammar.retractions)
+        retraction = r.followers.deal("retraction")
         unit = Unit("", "retracted", relation, "", value, detail)
         r.with_subject(unit, slot, sid, ref, sentence)
         for other in refs:

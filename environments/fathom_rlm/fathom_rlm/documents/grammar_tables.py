@@ -285,7 +285,10 @@ DISTRACTOR_WRAPPERS: dict[str, tuple[tuple[str, str, str], ...]] = {
 # Retractions: a sentence of its own, right after a plain false statement in a fact's shape,
 # that cancels it. It names no one and carries the statement's only cue word, so a filter that
 # drops sentences with hearsay or negation words keeps the false statement. Fixed sentences
-# (no slots); each split has its own.
+# (no slots); each split has its own. There are five times as many as dismissals (below): a
+# document uses four or five retractions per dismissal, and the follower deck (followers.py)
+# deals them so that every wording recurs about equally often; their lengths, punctuation and
+# words of praise and blame are matched to the dismissals', so none of these tells either.
 RETRACTIONS: tuple[str, ...] = (
     "That entry in the register was a clerk's error.",
     "None of it was true.",
@@ -311,6 +314,42 @@ RETRACTIONS: tuple[str, ...] = (
     "The town later admitted the record was mistaken.",
     "The entry was a forgery and went into the fire.",
     "Whoever wrote that had it backwards.",
+    "The register had it wrong, as the clerk later admitted.",
+    "No proof of it was ever found, and none existed.",
+    "The line was cleared from the rolls as an error.",
+    "It held for a season, and then it was shown false.",
+    "The clerk kept it in the book until a magistrate struck it.",
+    "A second look at the parish roll showed the mistake.",
+    "Those who repeated it were soon shown to be wrong.",
+    "The whole account was a tangle of confused names.",
+    "It was written in haste, and it was false.",
+    "The magistrate ordered the line erased.",
+    "No record anywhere bore it out.",
+    "The page was copied afresh, the wrong line left out.",
+    "It rested on a misheard name, nothing more.",
+    "The elders who were there knew it for a fiction.",
+    "The copyist had confused two entries.",
+    "Once checked against the roll, it came to nothing.",
+    "The claim was quietly struck from the next printing.",
+    "It was not so; it belonged to another household altogether.",
+    "The bailiff's own notes showed it could not be so.",
+    "The almanac printed a correction a year later.",
+    "The widow who started the tale later owned it was untrue.",
+    "Not one witness could be found to stand by it.",
+    "It was a slip of the pen, soon put right.",
+    "The parish had the real record all along, and it said no such thing.",
+    "A visiting scholar showed the line to be a mistake.",
+    "Every detail of it was wrong.",
+    "It did not hold up once the old ledgers were opened.",
+    "That page of the roll was corrected, rightly, the next winter.",
+    "The entry had been copied in error from a spoiled draft.",
+    "Those who knew the family knew it for a myth.",
+    "The account was set aside as baseless.",
+    "Its author later owned that he had guessed, and guessed wrong.",
+    "The line was scored out, and a note of the error added.",
+    "A cousin's letter, found years later, disproved it.",
+    "Nothing in the old books supported it.",
+    "It was a boatman's joke, mistaken for truth.",
 )
 
 # Dismissed doubts: a sentence of its own, right after every true statement of a relation
@@ -319,30 +358,18 @@ RETRACTIONS: tuple[str, ...] = (
 # statements whose next sentence sounds like a correction drops the true one with the false
 # ones. Fixed sentences (no slots, no names, no relation verbs); each split has its own.
 DISMISSALS: tuple[str, ...] = (
-    "Some took it for a clerk's error; the register had it right.",
     "Nobody ever found a mistake in that entry.",
     "The gossips called it false, and they were wrong.",
-    "A rival wanted the line struck out, and the court kept it.",
-    "No one ever managed to disprove it.",
+    "Some took it for a clerk's error; the register had it right.",
     "The entry was never withdrawn, whatever the rumours said.",
-    "It looked like a muddle of two families, and it was nothing of the kind.",
+    "No one ever managed to disprove it.",
     "Later inquiry cleared it of any error.",
-    "The notary was asked to retract it and kept it in the book.",
     "Whoever doubted it had it backwards.",
-    "Some thought it a forgery, and the seal proved them mistaken.",
-    "Every attempt to prove it wrong failed.",
     "It was not the mistake some took it for.",
     "The archivist looked for an error in it in vain.",
     "The story was doubted at first and held up.",
     "Not one line of it was ever corrected.",
-    "A careless scribe was blamed at first; the record was sound.",
-    "Nobody who checked the facts was able to call it false.",
-    "The talk of a confusion with someone else did not survive the first honest look.",
-    "The gazette never printed a retraction of it.",
-    "Talk of a spurious entry died away once the ledger was checked.",
-    "The error some suspected was in their own copies, not in this one.",
     "It was never struck from the chronicle.",
-    "Those who called it an invention were soon shown to be mistaken.",
 )
 
 # Introductions of a person's alias (nickname or epithet); each aliased person gets exactly one.

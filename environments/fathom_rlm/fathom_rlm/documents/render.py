@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from .distractors import DistractorMaker
+from .followers import FollowerDeck
 from .facts import Distractor, Fact, Span
 from .filler import (
     FILLER_WEIGHTS,
@@ -107,6 +108,30 @@ class Ref:
     resolved: str
     form: str
     remote: tuple[Span, ...] = ()
+
+
+# Average unit lengths in characters (measured on generated documents): they size a document's
+# retracted statements and reserve each chapter's room before any of it is written.
+_NEEDLE_CHARS, _ONE_OFF_CHARS, _INTRO_CHARS, _RETRACTED_CHARS = 80, 130, 65, 130
+MAX_RETRACTED_PER_FACT = 5
+MANDATORY_SHARE = 0.8  # needles, alias introductions and retracted statements: the rest filler
+
+
+def retractions_per_fact(world: World, doc_chars: int) -> int:
+    """Retracted statements per one-off fact: five, or fewer (at least one) when needles and
+    retractions would fill more than ``MANDATORY_SHARE`` of a short document."""
+    one_off = sum(1 for e in world.events if e.kind in RETRACTED)
+    room = MANDATORY_SHARE * doc_chars - _needle_chars(world.events, 0)
+    room -= sum(1 for p in world.people if p.alias) * _INTRO_CHARS
+    fits = int(room // max(1, one_off * _RETRACTED_CHARS))
+    return max(1, min(MAX_RETRACTED_PER_FACT, fits))
+
+
+def _needle_chars(events: list[Event], per_fact: int) -> int:
+    """Estimated length of the needles of ``events`` with ``per_fact`` retractions each."""
+    one_off = sum(1 for e in events if e.kind in RETRACTED)
+    plain = (len(events) - one_off) * _NEEDLE_CHARS
+    return plain + one_off * (_ONE_OFF_CHARS + per_fact * _RETRACTED_CHARS)
 
 
 class Renderer:
@@ -272,8 +297,8 @@ class Renderer:
         if relation in RETRACTED:
             # Its retracted false statements are each followed by a correction; the true one is
             # followed by a doubt in the same words, dismissed, so the next sentence's words
-            # alone do not tell which statement stands.
-            unit.text += " " + self.pick(self.grammar.dismissals)
+            # alone do not tell which statement stands (nor how often they recur: followers.py).
+            unit.text += " " + self.followers.deal("dismissal")
         return unit
 
     def event_fields(self, ev: Event):
@@ -356,27 +381,39 @@ class Renderer:
             return -1
         return i - 1
 
-    def render(self, chapter_chars: Callable[[int, int], int]) -> RenderResult:
-        """Render all chapters; ``chapter_chars(c, used_so_far)`` gives chapter c's budget."""
+    def render(self, doc_chars: int, wiggle: list[float]) -> RenderResult:
+        """Render all chapters into about ``doc_chars`` characters. Each chapter gets room for
+        its own needles, introductions and retractions plus a share of the filler left,
+        scaled by ``wiggle[c]`` (the last chapter takes what remains)."""
         w = self.w
-        by_chapter: list[list[Event]] = [[] for _ in range(w.n_chapters)]
+        n = w.n_chapters
+        by_chapter: list[list[Event]] = [[] for _ in range(n)]
         for ev in w.events:
-            by_chapter[min(ev.chapter, w.n_chapters - 1)].append(ev)
-        intros_at: list[list[int]] = [[] for _ in range(w.n_chapters)]
+            by_chapter[min(ev.chapter, n - 1)].append(ev)
+        intros_at: list[list[int]] = [[] for _ in range(n)]
         for pid, alias in enumerate(self.aliases):
             if alias:
                 intros_at[self.alias_chapter[pid]].append(pid)
+        self.per_fact = retractions_per_fact(w, doc_chars)
+        g = self.grammar
+        self.followers = FollowerDeck(self.rnd, g.dismissals, g.retractions, self.per_fact)
+        reserved = [
+            _needle_chars(evs, self.per_fact) + len(intros) * _INTRO_CHARS
+            for evs, intros in zip(by_chapter, intros_at, strict=True)
+        ]
         out = RenderResult("", [], {}, {}, {}, [])
         parts: list[str] = []
         pos = 0
-        for c in range(w.n_chapters):
+        for c in range(n):
             evs = by_chapter[c]
             self.set_chapter(
                 c,
                 [e.subject for e in evs if e.kind in ("residence", "employment")],
                 [e.subject for e in evs if e.kind == "owner"],
             )
-            text, chapter = self.chapter(c, evs, intros_at[c], pos, chapter_chars(c, pos), out)
+            free = max(0, doc_chars - pos - sum(reserved[c:]))
+            budget = reserved[c] + int(free / (n - c) * (wiggle[c] if c < n - 1 else 1.0))
+            text, chapter = self.chapter(c, evs, intros_at[c], pos, budget, out)
             parts.append(text)
             pos += len(text)
             out.chapters.append(chapter)
@@ -395,21 +432,19 @@ class Renderer:
         needles = [self.needle(e) for e in evs]
         others = [self.intro(pid) for pid in intro_people]
         used = len(header) + sum(len(u.text) + 1 for u in (*needles, *others))
-        # Four or five retracted false statements per one-off needle, then the cue-word hard
-        # negatives, all shuffled in with the needles: some land before the true statement,
-        # some after it. Retracted ones are dealt a round at a time (every needle its first,
-        # then seconds, and so on); units stop where the chapter would hold less than a
-        # tenth filler, so its length stays on budget.
+        # The same number of retracted false statements for every one-off needle (followers.py
+        # says why), then the cue-word hard negatives, all shuffled in with the needles: some
+        # land before the true statement, some after it. Retracted ones always go in (the
+        # document's size set their number); the others stop where the chapter would hold
+        # less than a tenth filler, so its length stays on budget.
         room = int(budget * 0.9) - used
-        one_off = [e for e in evs if e.kind in RETRACTED]
-        drawn: list[Unit | None] = [
-            self.distractors.retracted(e.kind, e.subject)
-            for share in (1.0, 1.0, 1.0, 1.0, 0.5)
-            for e in one_off
-            if self.rnd() < share
-        ]
-        drawn += self.distractors.chapter_distractors(len(needles))
-        for u in drawn:
+        for e in evs:
+            if e.kind in RETRACTED:
+                for _ in range(self.per_fact):
+                    others.append(self.distractors.retracted(e.kind, e.subject))
+                    used += len(others[-1].text) + 1
+                    room -= len(others[-1].text) + 1
+        for u in self.distractors.chapter_distractors(len(needles)):
             if u is not None and len(u.text) < room:
                 others.append(u)
                 room -= len(u.text) + 1

@@ -227,10 +227,10 @@ def cast_sizes(doc_tokens: int) -> tuple[int, int, int, int]:
     The cast grows with length so that on long documents each name recurs dozens of times
     without the short documents drowning in needles.
     """
-    people = 14 + doc_tokens // 2300
+    people = 5 + doc_tokens // 2300
     places = 10 + doc_tokens // 7000
-    orgs = 8 + doc_tokens // 16000
-    artefacts = 8 + doc_tokens // 6000
+    orgs = 5 + doc_tokens // 16000
+    artefacts = 5 + doc_tokens // 6000
     return people, places, orgs, artefacts
 
 
