@@ -76,12 +76,15 @@ def test_regeneration_is_identical_and_seeds_differ():
     assert generate_document(6, 16_000).text != a.text
 
 
-@pytest.mark.parametrize("tokens", [16_000, 64_000])
+@pytest.mark.parametrize("tokens", [8_000, 16_000, 64_000])
 def test_length_close_to_target(tokens):
-    doc = generate_document(2, tokens)
-    est = len(doc.text) / CHARS_PER_TOKEN
-    assert abs(est - tokens) / tokens < 0.03
-    assert doc.doc_tokens == tokens
+    """Chapters reserve room for their own needles and retractions, so even a chapter crowded
+    with events stays on budget."""
+    for seed in range(2, 10):
+        doc = generate_document(seed, tokens)
+        est = len(doc.text) / CHARS_PER_TOKEN
+        assert abs(est - tokens) / tokens < 0.03, seed
+        assert doc.doc_tokens == tokens
 
 
 def test_custom_tokenizer_hits_its_own_target():

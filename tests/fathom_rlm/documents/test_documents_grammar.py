@@ -27,6 +27,7 @@ from fathom_rlm.documents.grammar_tables import (
     FACT_FRAMES,
     RETRACTIONS,
 )
+from fathom_rlm.documents.render import MAX_RETRACTED_PER_FACT, retractions_per_fact
 from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
 
 SHORT = 16_000
@@ -203,6 +204,26 @@ def test_true_statements_stand_after_their_dismissed_doubt(docs):
                 assert len(after) == 1, doc.text[fact.sentence[0] : end + 100]
                 read = read_facts(doc.text[: end + 1 + len(after[0])])
                 assert fact.sentence in [f.sentence for f in read], fact
+
+
+def test_every_follower_wording_recurs_equally_often(docs):
+    """Every one-off fact gets the same number of retracted statements, and inside a document
+    each dismissal and retraction wording it uses recurs equally often (to within one), so
+    counting how often the sentence after a statement recurs tells a fact from a retracted
+    statement no better than chance (followers.py; the follower-frequency attack of the reward
+    audit is the test that this holds where it matters)."""
+    for split, split_docs in docs.items():
+        g = split_grammar(split)
+        assert len(g.retractions) >= MAX_RETRACTED_PER_FACT * len(g.dismissals)
+        for doc in split_docs:
+            per_fact = retractions_per_fact(doc.world, len(doc.text))
+            one_off = sum(1 for f in doc.facts.values() if f.relation in RETRACTED)
+            retracted = sum(1 for d in doc.distractors if d.kind == "retracted")
+            assert per_fact == MAX_RETRACTED_PER_FACT and retracted == per_fact * one_off
+            counts = [doc.text.count(s) for s in (*g.dismissals, *g.retractions)]
+            used = [n for n in counts if n]
+            assert len(used) == len(g.dismissals) * (1 + per_fact), counts
+            assert max(used) - min(used) <= 1, counts
 
 
 def test_subject_form_does_not_tell_a_fact_from_a_plain_negative():

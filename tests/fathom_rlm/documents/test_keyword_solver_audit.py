@@ -3,7 +3,7 @@ weights learned on `train`, no `llm`) against the `heldout` questions at 16K tok
 
 The bar is the same as for the code-only adversary: at most 0.30 correct on every family that
 needs reading (every family but the ID lookup). Retracted false statements (plain statements in
-the needles' own shapes, four or five per one-off fact, cancelled by the next sentence) keep the
+the needles' own shapes, five per one-off fact, cancelled by the next sentence) keep the
 solver under it (numbers in environments/fathom_rlm/docs/reward_audit.md; `uv run python -m
 envtools.policies.fathom.keyword_solver --split heldout --doc-tokens 16000`).
 
@@ -12,11 +12,11 @@ holds an English word of correction, from a hand-written lexicon and from stems 
 `train` annotations. True statements of the retracted relations are followed by a doubt in the
 same words, dismissed, so that filter drops the true statement with the false ones.
 
-The follower-frequency solver needs no word list: inside one document a retraction wording
-recurs four or five times as often as a dismissal wording, so counting repeats of the sentence
-after each statement tells them apart. It beats the bar on `fathom-docs-5`; the test below is a
-strict expected failure until the generator closes it (environments/fathom_rlm/docs/
-reward_audit.md, "Follower frequency").
+The follower-frequency solver needs no word list: it counts how often the sentence after each
+statement recurs in the document and prefers statements whose follower is a rare stock sentence.
+It beat the bar on `fathom-docs-5`, where a retraction wording recurred four or five times as
+often as a dismissal wording; `fathom-docs-6` deals every follower wording equally often
+(environments/fathom_rlm/docs/reward_audit.md, "Follower frequency").
 """
 
 from __future__ import annotations
@@ -74,13 +74,6 @@ def test_next_sentence_cues_stay_below_the_bar_on_reading_families(
     assert not over, over
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="fathom-docs-5: a retraction wording recurs 4-5 times as often as a dismissal "
-    "wording in a document, so counting followers beats the bar (single_hop 0.64, comparison "
-    "0.52 at 16K); open, see docs/reward_audit.md",
-)
 def test_follower_frequency_stays_below_the_bar_on_reading_families():
     accuracy = follower_frequency.accuracy_by_family("heldout", doc_tokens=16_000)
     assert set(READING_FAMILIES) <= set(accuracy)

@@ -286,9 +286,9 @@ DISTRACTOR_WRAPPERS: dict[str, tuple[tuple[str, str, str], ...]] = {
 # that cancels it. It names no one and carries the statement's only cue word, so a filter that
 # drops sentences with hearsay or negation words keeps the false statement. Fixed sentences
 # (no slots); each split has its own. There are five times as many as dismissals (below): a
-# document uses four or five retractions per dismissal, and the follower deck (followers.py)
-# deals them so that every wording recurs about equally often; their lengths, punctuation and
-# words of praise and blame are matched to the dismissals', so none of these tells either.
+# document deals five retractions per dismissal, and the follower deck (followers.py) deals
+# them so that every wording recurs equally often; their lengths, punctuation and words of
+# praise and blame are matched to the dismissals', so none of these tells either.
 RETRACTIONS: tuple[str, ...] = (
     "That entry in the register was a clerk's error.",
     "None of it was true.",

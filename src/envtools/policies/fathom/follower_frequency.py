@@ -1,10 +1,12 @@
 """A code-only attack on the retracted statements: how often the sentence after a statement recurs.
 
 Every one-off fact (birth, mentor, maker, founding, seat) is followed by a dismissed doubt and
-comes with four or five retracted false statements, each followed by a retraction. Both kinds of
-follower are stock sentences of the split's grammar, so inside one document each retraction
-wording recurs about four or five times as often as each dismissal wording. This solver needs
-no word list for that: it counts the exact repeats of nameless, digit-free sentences in the
+comes with five retracted false statements, each followed by a retraction. Both kinds of
+follower are stock sentences of the split's grammar; under `fathom-docs-5`, whose tables held as
+many retraction wordings as dismissal wordings, each retraction wording recurred four or five
+times as often as each dismissal wording inside one document. (`fathom-docs-6` deals every
+wording equally often, and this attack falls to chance; it stays in the audit to keep it so.)
+It needs no word list: it counts the exact repeats of nameless, digit-free sentences in the
 document, splits their log counts in two (2-means), and favours a candidate statement whose next
 sentence is a rare stock sentence over one whose next sentence is a frequent one. Everything
 else is the keyword solver (word weights learned on `train`); the one weight of its own,

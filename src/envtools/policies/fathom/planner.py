@@ -85,9 +85,9 @@ B, CAP, STOP = {budget}, {cap}, {stop}
     pieces = []
     for a, b in ws:
         while b - a > CAP:
-            pieces.append(doc[a:a + CAP])
+            pieces.append(doc[a:a + CAP].strip())
             a += CAP - 300
-        pieces.append(doc[a:b])
+        pieces.append(doc[a:b].strip())
     out = ['']
     for p in pieces:
         if out[-1] and len(out[-1]) + 1 + len(p) > CAP:

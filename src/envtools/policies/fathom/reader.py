@@ -219,6 +219,15 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
     covered = {_key(f.subject) for f in facts if _relevant(f, names, relations, intent.token)}
     if intent.family in _SETTLED_ONLY_WHEN_COMPLETE:
         covered = set()  # a history needs the facts stated under every name
+    steps = getattr(answering, "_STEPS", {}).get(intent.relation)
+    if steps:
+        # A name of a chain is covered only by a fact of its own step: the named person's
+        # birth does not say who taught them, and the teaching may be stated under an alias.
+        covered, frontier = set(), {_key(e) for e in intent.entities()}
+        for relation, _field in steps:
+            hits = [f for f in facts if f.relation == relation and _key(f.subject) in frontier]
+            covered |= {_key(f.subject) for f in hits}
+            frontier = {_key(f.value) for f in hits}
     leads = [next_name] if next_name else []
     for alias, sentence, _owner in _aliases(text, names - covered):
         quote = " ".join(sentence.split())
