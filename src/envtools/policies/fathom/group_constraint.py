@@ -1,0 +1,255 @@
+"""A code-only attack on the retracted statements: the group structure of their followers.
+
+Every one-off fact (birth, mentor, maker, founding, seat) is told once and contradicted by a
+fixed number of retracted false statements about the same subject in the same shapes; the true
+one is followed by a dismissal, each false one by a retraction, both stock sentences of the
+split. Equal recurrence of the wordings defeats counting them one by one
+(`follower_frequency`), but not counting them per group: in the statements about one subject
+and relation exactly one follower is a dismissal, so the dismissal wordings are the few stock
+sentences that together hit every such group once and never share a group with each other.
+
+This solver reads no word of the followers. Per document it takes the nameless, digit-free
+sentences that recur word for word (the stock sentences), the statements right before them in
+the same paragraph, and groups those statements by their subject (pronouns resolved to the
+previous sentence's subject) and by whether they hold a year (birth and founding do; mentor,
+maker and seat do not). It then tries every set of `DISMISSAL_WORDINGS` stock sentences and
+keeps the one whose hits per group best match one per fact (a group of n statements holds
+n / (per_fact + 1) facts, per_fact read off the number of stock wordings), and favours a
+candidate statement whose follower is in that set over one whose follower is another stock
+sentence. Everything else is the keyword solver (word weights learned on `train`); the two
+numbers of its own (`DISMISSAL_WORDINGS`, `GROUP_WEIGHT`) were read off `train`. Nothing of the
+evaluated split but its text is read.
+
+Run: `uv run python -m envtools.policies.fathom.group_constraint --split heldout
+--doc-tokens 16000` (learning on `train` at the same length). `--diagnose` also scores the
+found dismissal wordings against the split's grammar tables (a check only; the attack never
+reads them).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from envtools.policies.fathom.keyword_solver import (
+    _STARTS,
+    _YEAR,
+    KeywordSolver,
+    Text,
+    WordWeights,
+    _pairs,
+    learn,
+    solve_split,
+)
+
+MIN_REPEATS = 3
+"""A stock sentence occurs at least this often, word for word, in the document."""
+DISMISSAL_WORDINGS = 4
+"""How many dismissal wordings a document uses (the same in every `train` document)."""
+GROUP_WEIGHT = 20.0
+"""Added to a statement followed by a found dismissal, taken from one followed by another
+stock sentence."""
+ODD_GROUP_WEIGHT = 0.25
+"""Weight of a group whose size is not one fact's (chosen on `train` documents)."""
+MAX_STOCK = 40
+"""Stock sentences kept (most frequent first), so the subset search stays small."""
+
+_NAMED_OR_DATED = re.compile(r"[A-Z0-9]")
+# Mentions, overlapping ("The Modae Circle" holds "The Modae" and "Modae Circle").
+_MENTION = re.compile(
+    r"(?=\b(?:[Tt]he ([A-Z][a-z]+ [A-Z][a-z]+(?: [A-Z][a-z]+)?)\b"
+    r"|((?:Master|Mistress) [A-Z][a-z]+)\b|([A-Z][a-z]+ [A-Z][a-z]+)\b))"
+)
+_SUBJECT_PRONOUN = re.compile(r"\b(?:he|she|it|they)\b", re.I)
+# "It was recorded that ...", "as it turned out": an "it" that stands for no one.
+_EXPLETIVE = re.compile(
+    r"\bit (?:(?:was|is)(?: \w+){0,3} that|turned out|seems|seemed|so happened|happened|were)\b",
+    re.I,
+)
+
+
+def _stock_sentences(doc: Text) -> list[str]:
+    counts = Counter(sentence for _, sentence in doc.sentences)
+    stock = [s for s, n in counts.items() if n >= MIN_REPEATS and not _NAMED_OR_DATED.search(s[1:])]
+    return sorted(stock, key=lambda s: (-counts[s], s))[:MAX_STOCK]
+
+
+def _followed_statements(doc: Text, stock: set[str]) -> dict[int, str]:
+    """Statement index -> the stock sentence right after it in the same paragraph."""
+    out = {}
+    for i in range(len(doc.sentences) - 1):
+        at, sentence = doc.sentences[i]
+        next_at, following = doc.sentences[i + 1]
+        # A sentence match stops at a line break, so one between them ends the paragraph.
+        if following in stock and sentence not in stock and "\n" not in doc.text[at:next_at]:
+            out[i] = following
+    return out
+
+
+def _best_subset(
+    hits: np.ndarray, facts: np.ndarray, weights: np.ndarray, size: int
+) -> tuple[int, ...]:
+    """The `size` columns of `hits` (groups x wordings) whose row sums best match `facts`
+    (least squares, each group's error times its weight)."""
+    n = hits.shape[1]
+    if n <= size:
+        return tuple(range(n))
+    combos = np.array(list(itertools.combinations(range(n), size)), dtype=np.int64)
+    best: tuple[float, tuple[int, ...]] | None = None
+    # In chunks: all subsets at once would be groups x subsets large.
+    for start in range(0, len(combos), 20_000):
+        chunk = combos[start : start + 20_000]
+        per_group = hits[:, chunk].sum(axis=2)  # groups x subsets
+        loss = (weights[:, None] * (per_group - facts[:, None]) ** 2).sum(axis=0)
+        k = int(loss.argmin())
+        if best is None or loss[k] < best[0]:
+            best = (float(loss[k]), tuple(int(c) for c in chunk[k]))
+    assert best is not None
+    return best[1]
+
+
+def _mentions(doc: Text, sentence: str) -> list[tuple[int, str, bool]]:
+    """(offset, canonical name, is a thing) of the people, things and aliases a sentence
+    names; a thing ("the Ketrex Guild", "the Magreld Sextant") is an organisation or object."""
+    out = []
+    for m in _MENTION.finditer(sentence):
+        thing, honorific, name = m.groups()
+        if thing:
+            out.append((m.start(), thing, True))
+        elif honorific:
+            out.append((m.start(), doc.canonical(honorific) or honorific, False))
+        elif name and not {*name.split()} & _STARTS:
+            out.append((m.start(), name, False))
+    low = sentence.lower()
+    out += [(low.find(a), doc.aliases[a], False) for a in doc.aliases if a in low]
+    return sorted(out)
+
+
+def _subjects(doc: Text) -> list[str | None]:
+    """Each sentence's subject: a thing it names (a founding, seat or maker is told of an
+    organisation or object, the people in it are values), else the previous subject when a
+    pronoun comes first, else the first person it names."""
+    out: list[str | None] = []
+    previous = None
+    for _, sentence in doc.sentences:
+        mentions = _mentions(doc, sentence)
+        things = [name for _, name, thing in mentions if thing]
+        plain = _EXPLETIVE.sub(lambda m: "x" * len(m.group()), sentence)
+        pronoun = _SUBJECT_PRONOUN.search(plain)
+        if things:
+            subject: str | None = things[0]
+        elif pronoun and (not mentions or pronoun.start() < mentions[0][0]):
+            subject = previous
+        else:
+            subject = mentions[0][1] if mentions else None
+        out.append(subject)
+        previous = subject or previous
+    return out
+
+
+class FollowerGroups:
+    """One document's stock sentences, its follower groups and the dismissal wordings found."""
+
+    def __init__(self, doc: Text) -> None:
+        stock = _stock_sentences(doc)
+        self.stock = set(stock)
+        self.follower = _followed_statements(doc, self.stock)
+        subjects = _subjects(doc)
+        groups: dict[tuple[str, bool], Counter[str]] = defaultdict(Counter)
+        for i, following in self.follower.items():
+            subject = subjects[i]
+            if subject is not None:
+                has_year = bool(_YEAR.search(doc.sentences[i][1]))
+                groups[subject, has_year][following] += 1
+        column = {s: k for k, s in enumerate(stock)}
+        hits = np.zeros((len(groups), len(stock)))
+        for row, counts in enumerate(groups.values()):
+            for s, n in counts.items():
+                hits[row, column[s]] = n
+        # One dismissal and per_fact retraction wordings per fact: per_fact from the number of
+        # wordings the document uses, a group of n statements then tells n / (per_fact + 1) facts.
+        per_fact = max(1, round(len(stock) / DISMISSAL_WORDINGS) - 1)
+        sizes = hits.sum(axis=1)
+        facts = sizes / (per_fact + 1)
+        # A group of exactly one fact's size is most likely one whole fact; the others are
+        # facts split or merged by a wrong subject, so they count for less.
+        weights = np.where(sizes == per_fact + 1, 1.0, ODD_GROUP_WEIGHT)
+        chosen = _best_subset(hits, facts, weights, DISMISSAL_WORDINGS) if len(groups) else ()
+        self.dismissals = frozenset(stock[k] for k in chosen)
+
+
+class GroupConstraintSolver(KeywordSolver):
+    """The keyword solver, plus a bonus for statements followed by a found dismissal wording."""
+
+    def __init__(self, model: WordWeights, weight: float = GROUP_WEIGHT) -> None:
+        super().__init__(model)
+        self.weight = weight
+        self._groups: dict[int, FollowerGroups] = {}
+
+    def groups(self, doc: Text) -> FollowerGroups:
+        found = self._groups.get(id(doc))
+        if found is None:
+            found = self._groups[id(doc)] = FollowerGroups(doc)
+        return found
+
+    def score(self, doc: Text, cls: str, i: int) -> float:
+        total = super().score(doc, cls, i)
+        groups = self.groups(doc)
+        following = groups.follower.get(i)
+        if following is not None:
+            total += self.weight if following in groups.dismissals else -self.weight
+        return total
+
+
+def accuracy_by_family(
+    split: str = "heldout", doc_tokens: int = 200_000, limit: int | None = None
+) -> dict[str, float]:
+    """Learn on `train` at `doc_tokens`, then mean correctness per family over `split`."""
+    solver = GroupConstraintSolver(learn(_pairs("train", doc_tokens)))
+    return solve_split(solver, split, doc_tokens, limit)
+
+
+def dismissal_diagnostic(split: str, doc_tokens: int, docs: int | None = None) -> dict[str, float]:
+    """Precision and recall of the found dismissal wordings per document against the split's
+    grammar tables (a check of the attack, never part of it), micro-averaged."""
+    from fathom_rlm.documents import get_document, split_seeds
+    from fathom_rlm.documents.grammar import split_grammar
+
+    truth = set(split_grammar(split).dismissals)
+    found = right = exact = n = 0
+    for seed in list(split_seeds(split))[:docs]:
+        groups = FollowerGroups(Text(get_document(seed, doc_tokens=doc_tokens).text))
+        found += len(groups.dismissals)
+        right += len(groups.dismissals & truth)
+        exact += groups.dismissals == truth
+        n += 1
+    return {
+        "documents": n,
+        "precision": right / max(1, found),
+        "recall": right / max(1, n * len(truth)),
+        "exact_sets": exact / max(1, n),
+    }
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", default="heldout", choices=("train", "eval", "heldout"))
+    parser.add_argument("--doc-tokens", type=int, default=200_000)
+    parser.add_argument("--limit", type=int, default=None, help="answer only the first rows")
+    parser.add_argument(
+        "--diagnose", action="store_true", help="also score the found dismissal wordings"
+    )
+    args = parser.parse_args()
+    out: dict[str, object] = {
+        "accuracy": accuracy_by_family(args.split, args.doc_tokens, args.limit)
+    }
+    if args.diagnose:
+        docs = None if args.limit is None else max(1, args.limit // 10)
+        out["dismissal_wordings"] = dismissal_diagnostic(args.split, args.doc_tokens, docs)
+    print(json.dumps(out, indent=1))
