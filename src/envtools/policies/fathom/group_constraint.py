@@ -16,9 +16,10 @@ maker and seat do not). It then tries every set of `DISMISSAL_WORDINGS` stock se
 keeps the one whose hits per group best match one per fact (a group of n statements holds
 n / (per_fact + 1) facts, per_fact read off the number of stock wordings), and favours a
 candidate statement whose follower is in that set over one whose follower is another stock
-sentence. Everything else is the keyword solver (word weights learned on `train`); the two
-numbers of its own (`DISMISSAL_WORDINGS`, `GROUP_WEIGHT`) were read off `train`. Nothing of the
-evaluated split but its text is read.
+sentence; a question about a one-off relation is answered first from the statements of its
+name that a found dismissal follows. Everything else is the keyword solver (word weights
+learned on `train`); the numbers of its own (`DISMISSAL_WORDINGS`, `GROUP_WEIGHT`,
+`ODD_GROUP_WEIGHT`) were read off `train`. Nothing of the evaluated split but its text is read.
 
 Run: `uv run python -m envtools.policies.fathom.group_constraint --split heldout
 --doc-tokens 16000` (learning on `train` at the same length). `--diagnose` also scores the
@@ -45,6 +46,7 @@ from envtools.policies.fathom.keyword_solver import (
     solve_split,
 )
 
+_CHANGING = frozenset({"residence", "owner"})
 MIN_REPEATS = 3
 """A stock sentence occurs at least this often, word for word, in the document."""
 DISMISSAL_WORDINGS = 4
@@ -179,6 +181,11 @@ class FollowerGroups:
         weights = np.where(sizes == per_fact + 1, 1.0, ODD_GROUP_WEIGHT)
         chosen = _best_subset(hits, facts, weights, DISMISSAL_WORDINGS) if len(groups) else ()
         self.dismissals = frozenset(stock[k] for k in chosen)
+        # The statements a found dismissal follows, by subject: read before any word weight.
+        self.standing: dict[str, list[int]] = defaultdict(list)
+        for i, following in self.follower.items():
+            if following in self.dismissals and subjects[i] is not None:
+                self.standing[subjects[i]].append(i)
 
 
 class GroupConstraintSolver(KeywordSolver):
@@ -202,6 +209,20 @@ class GroupConstraintSolver(KeywordSolver):
         if following is not None:
             total += self.weight if following in groups.dismissals else -self.weight
         return total
+
+    def hop(self, doc: Text, cls: str, name: str, kind: str) -> str | None:
+        """A candidate of a statement about `name` that a found dismissal follows, else the
+        keyword solver's best. Not for residence and ownership: they have no dismissals, and a
+        birth statement would answer "where did X live" with the birthplace."""
+        if cls.split(":")[-1] not in _CHANGING:
+            for i in self.groups(doc).standing.get(doc.canonical(name) or name, []):
+                sentence = doc.sentences[i][1]
+                found = [
+                    c for c in doc.candidates(kind, sentence) if c not in name and name not in c
+                ]
+                if found:
+                    return found[-1] if kind == "year" else found[0]
+        return super().hop(doc, cls, name, kind)
 
 
 def accuracy_by_family(
