@@ -17,6 +17,12 @@ statement recurs in the document and prefers statements whose follower is a rare
 It beat the bar on `fathom-docs-5`, where a retraction wording recurred four or five times as
 often as a dismissal wording; `fathom-docs-6` deals every follower wording equally often
 (environments/fathom_rlm/docs/reward_audit.md, "Follower frequency").
+
+The group-constraint solver reads no follower either: per document it finds the few stock
+sentences that hit every subject's group of statements exactly once (each group holds one true
+statement, followed by a dismissal, and five retracted ones). It beats the bar on
+`fathom-docs-6`; the test below is a strict expected failure until the generator closes it
+(reward_audit.md, "Group constraint").
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import pytest
 from fathom_rlm.documents.grammar import split_grammar
 from fathom_rlm.documents.tasks.intent import READING_FAMILIES
 
-from envtools.policies.fathom import follower_frequency
+from envtools.policies.fathom import follower_frequency, group_constraint
 from envtools.policies.fathom.keyword_solver import CORRECTION_CUES, accuracy_by_family
 
 pytestmark = pytest.mark.reward_audit
@@ -76,6 +82,20 @@ def test_next_sentence_cues_stay_below_the_bar_on_reading_families(
 
 def test_follower_frequency_stays_below_the_bar_on_reading_families():
     accuracy = follower_frequency.accuracy_by_family("heldout", doc_tokens=16_000)
+    assert set(READING_FAMILIES) <= set(accuracy)
+    over = {f: a for f, a in accuracy.items() if f in READING_FAMILIES and a > 0.30}
+    assert not over, over
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="fathom-docs-6: each subject's statement group holds exactly one dismissal, so the "
+    "set of stock followers that hits every group once is found without reading (single_hop "
+    "0.87, comparison 0.81 at 16K); open, see docs/reward_audit.md",
+)
+def test_group_constraint_stays_below_the_bar_on_reading_families():
+    accuracy = group_constraint.accuracy_by_family("heldout", doc_tokens=16_000)
     assert set(READING_FAMILIES) <= set(accuracy)
     over = {f: a for f, a in accuracy.items() if f in READING_FAMILIES and a > 0.30}
     assert not over, over

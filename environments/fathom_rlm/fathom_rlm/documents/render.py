@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from .distractors import DistractorMaker
-from .followers import FollowerDeck
 from .facts import Distractor, Fact, Span
 from .filler import (
     FILLER_WEIGHTS,
@@ -31,6 +30,7 @@ from .filler import (
     filler_functions,
     split_tables,
 )
+from .followers import FollowerDeck
 from .grammar import (
     ALIAS_INTROS,
     FACT_FRAMES,
