@@ -54,7 +54,9 @@ for a, b in ws:
 print(len(PAGES[T]))"""
 )
 
-_PAGE_CODE = "# page {term} {i}\nprint('\\n'.join([doc[a:b].strip() for a, b in PAGES[{term_json}][{i}]]))"
+_PAGE_CODE = (
+    "# page {term} {i}\nprint('\\n'.join([doc[a:b].strip() for a, b in PAGES[{term_json}][{i}]]))"
+)
 
 
 def root_without_sub_calls(policy: FathomReference, view: _View) -> dict[str, Any]:
