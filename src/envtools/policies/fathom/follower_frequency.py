@@ -41,16 +41,20 @@ FOLLOWER_WEIGHT = 20.0
 _NAMED_OR_DATED = re.compile(r"[A-Z0-9]")
 
 
+def stock_sentences(doc: Text) -> dict[str, int]:
+    """The nameless, digit-free sentences of `doc` that recur word for word, with their counts:
+    the candidates for a stock follower (the group-constraint attack starts from them too)."""
+    counts = Counter(sentence for _, sentence in doc.sentences)
+    return {
+        s: n for s, n in counts.items() if n >= MIN_REPEATS and not _NAMED_OR_DATED.search(s[1:])
+    }
+
+
 class FollowerCounts:
     """The stock sentences of one document and the midpoint between their two count clusters."""
 
     def __init__(self, doc: Text) -> None:
-        counts = Counter(sentence for _, sentence in doc.sentences)
-        stock = {
-            s: n
-            for s, n in counts.items()
-            if n >= MIN_REPEATS and not _NAMED_OR_DATED.search(s[1:])
-        }
+        stock = stock_sentences(doc)
         top = max(stock.values(), default=0)
         self.log_count = {s: math.log(n) for s, n in stock.items() if n >= TOP_SHARE * top}
         self.midpoint = _two_means_midpoint(sorted(self.log_count.values()))

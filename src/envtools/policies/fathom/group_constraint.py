@@ -35,6 +35,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from envtools.policies.fathom.follower_frequency import stock_sentences
 from envtools.policies.fathom.keyword_solver import (
     _STARTS,
     _YEAR,
@@ -47,8 +48,6 @@ from envtools.policies.fathom.keyword_solver import (
 )
 
 _CHANGING = frozenset({"residence", "owner"})
-MIN_REPEATS = 3
-"""A stock sentence occurs at least this often, word for word, in the document."""
 DISMISSAL_WORDINGS = 4
 """How many dismissal wordings a document uses (the same in every `train` document)."""
 GROUP_WEIGHT = 20.0
@@ -59,7 +58,6 @@ ODD_GROUP_WEIGHT = 0.25
 MAX_STOCK = 40
 """Stock sentences kept (most frequent first), so the subset search stays small."""
 
-_NAMED_OR_DATED = re.compile(r"[A-Z0-9]")
 # Mentions, overlapping ("The Modae Circle" holds "The Modae" and "Modae Circle").
 _MENTION = re.compile(
     r"(?=\b(?:[Tt]he ([A-Z][a-z]+ [A-Z][a-z]+(?: [A-Z][a-z]+)?)\b"
@@ -74,9 +72,8 @@ _EXPLETIVE = re.compile(
 
 
 def _stock_sentences(doc: Text) -> list[str]:
-    counts = Counter(sentence for _, sentence in doc.sentences)
-    stock = [s for s, n in counts.items() if n >= MIN_REPEATS and not _NAMED_OR_DATED.search(s[1:])]
-    return sorted(stock, key=lambda s: (-counts[s], s))[:MAX_STOCK]
+    counts = stock_sentences(doc)
+    return sorted(counts, key=lambda s: (-counts[s], s))[:MAX_STOCK]
 
 
 def _followed_statements(doc: Text, stock: set[str]) -> dict[int, str]:
