@@ -85,12 +85,8 @@ class FollowerFrequencySolver(KeywordSolver):
         counts = self._counts.get(id(doc))
         if counts is None:
             counts = self._counts[id(doc)] = FollowerCounts(doc)
-        if counts.midpoint is None or i + 1 >= len(doc.sentences):
-            return total
-        at, _ = doc.sentences[i]
-        next_at, following = doc.sentences[i + 1]
-        # A sentence match stops at a line break, so one between them ends the paragraph.
-        if "\n" not in doc.text[at:next_at] and following in counts.log_count:
+        following = doc.next_in_paragraph(i)
+        if counts.midpoint is not None and following in counts.log_count:
             total += FOLLOWER_WEIGHT * (counts.midpoint - counts.log_count[following])
         return total
 

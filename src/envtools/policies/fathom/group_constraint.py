@@ -79,11 +79,9 @@ def _stock_sentences(doc: Text) -> list[str]:
 def _followed_statements(doc: Text, stock: set[str]) -> dict[int, str]:
     """Statement index -> the stock sentence right after it in the same paragraph."""
     out = {}
-    for i in range(len(doc.sentences) - 1):
-        at, sentence = doc.sentences[i]
-        next_at, following = doc.sentences[i + 1]
-        # A sentence match stops at a line break, so one between them ends the paragraph.
-        if following in stock and sentence not in stock and "\n" not in doc.text[at:next_at]:
+    for i, (_, sentence) in enumerate(doc.sentences):
+        following = doc.next_in_paragraph(i)
+        if following in stock and sentence not in stock:
             out[i] = following
     return out
 

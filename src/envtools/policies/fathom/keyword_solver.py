@@ -234,6 +234,14 @@ class Text:
             self.subjects.append(subject)
             previous = subject or previous
 
+    def next_in_paragraph(self, i: int) -> str | None:
+        """The sentence after sentence `i`, or None when `i` ends its paragraph (or the text)."""
+        if i + 1 >= len(self.sentences):
+            return None
+        at, (next_at, following) = self.sentences[i][0], self.sentences[i + 1]
+        # A sentence match stops at a line break, so one between them ends the paragraph.
+        return None if "\n" in self.text[at:next_at] else following
+
     def canonical(self, surface: str | None) -> str | None:
         if surface is None:
             return None
@@ -427,12 +435,10 @@ class KeywordSolver:
     def score(self, doc: Text, cls: str, i: int) -> float:
         """The sentence's score, minus a veto when the next sentence of its paragraph takes it
         back (only with next-sentence cues)."""
-        at, sentence = doc.sentences[i]
-        total = self.model.score(cls, sentence)
-        if self.cues is not None and i + 1 < len(doc.sentences):
-            next_at, following = doc.sentences[i + 1]
-            # A sentence match stops at a line break, so one between them ends the paragraph.
-            if "\n" not in doc.text[at:next_at] and self.cues.cancels(following):
+        total = self.model.score(cls, doc.sentences[i][1])
+        if self.cues is not None:
+            following = doc.next_in_paragraph(i)
+            if following is not None and self.cues.cancels(following):
                 total -= 100
         return total
 

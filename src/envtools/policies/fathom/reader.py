@@ -71,23 +71,20 @@ def reads_whole_history(question: str) -> bool:
         return False
 
 
-# Relations a subject holds once: two different values read for one subject mean one reading is
-# a statement that a later sentence cancels.
-_ONE_OFF = frozenset({"birth", "mentor", "maker", "founding", "seat"})
-
-
 def _drop_cut_statements(facts: list[Any], text: str) -> list[Any]:
-    """A plain statement can be cancelled by the sentence right after it, in its paragraph
-    ("None of it was true."). A statement of a one-off relation that ends a piece of `text` (a
-    window cut after it: a line break that is no paragraph break, or the end of the text) was
-    read without that sentence, so it settles nothing and is dropped; the same statement read in
-    the windows of its own subject's name comes with the sentences after it."""
+    """A plain statement of a relation with retractions (a one-off one: birth, teacher, maker,
+    founding, seat) can be cancelled by the sentence right after it, in its paragraph ("None of
+    it was true."). Such a statement that ends a piece of `text` (a window cut after it: a line
+    break that is no paragraph break, or the end of the text) was read without that sentence, so
+    it settles nothing and is dropped; the same statement read in the windows of its own
+    subject's name comes with the sentences after it."""
+    from fathom_rlm.documents.grammar import RETRACTED
 
     def followed(fact: Any) -> bool:
         end = fact.sentence[1]
         return end < len(text) and (text[end] == " " or text.startswith("\n\n", end))
 
-    return [f for f in facts if f.relation not in _ONE_OFF or followed(f)]
+    return [f for f in facts if f.relation not in RETRACTED or followed(f)]
 
 
 def _key(name: str) -> str:
@@ -216,9 +213,6 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
                 quotes.append(quote)
     # An alias of a name it is looking for, and found no fact about, is a lead too: the caller
     # searches whichever lead it has not searched yet.
-    covered = {_key(f.subject) for f in facts if _relevant(f, names, relations, intent.token)}
-    if intent.family in _SETTLED_ONLY_WHEN_COMPLETE:
-        covered = set()  # a history needs the facts stated under every name
     steps = getattr(answering, "_STEPS", {}).get(intent.relation)
     if steps:
         # A name of a chain is covered only by a fact of its own step: the named person's
@@ -228,6 +222,10 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
             hits = [f for f in facts if f.relation == relation and _key(f.subject) in frontier]
             covered |= {_key(f.subject) for f in hits}
             frontier = {_key(f.value) for f in hits}
+    elif intent.family in _SETTLED_ONLY_WHEN_COMPLETE:
+        covered = set()  # a history needs the facts stated under every name
+    else:
+        covered = {_key(f.subject) for f in facts if _relevant(f, names, relations, intent.token)}
     leads = [next_name] if next_name else []
     for alias, sentence, _owner in _aliases(text, names - covered):
         quote = " ".join(sentence.split())
