@@ -38,6 +38,7 @@ from envtools.policies.fathom.protocol import (
     _answer,
     _message,
     _View,
+    learned,
     search_terms,
 )
 
@@ -99,7 +100,8 @@ class Model:
 
     def score(self, line: str, question: str = "") -> float:
         keys = [infer_answer_type(question)] if question else []
-        words = _words(line)
+        # Sorted: a set's order follows the string hash seed, and float sums follow the order.
+        words = sorted(_words(line))
         total = sum(self.weights.get(w, 0.0) for w in words)
         for key in keys:
             total += sum(self.weights.get(f"{key}|{w}", 0.0) for w in words)
@@ -212,13 +214,7 @@ def predict(ask: Ask, lines: Lines, model: Model, region_lines: list[str] | None
 # ------------------------------------------------------------------------------ learning
 
 _MODELS: dict[int, Model] = {}
-
-
-def learned_model(doc_tokens: int) -> Model:
-    """The model learned on the first `train` rows at this document length (cached)."""
-    if doc_tokens not in _MODELS:
-        _MODELS[doc_tokens] = _learn(doc_tokens)
-    return _MODELS[doc_tokens]
+"""The model learned on the first `train` rows, by document length (`protocol.learned`)."""
 
 
 def _learn(doc_tokens: int) -> Model:
@@ -297,9 +293,10 @@ class CodeOnly:
         view = _View.of(messages)
         if not tools or not view.system.startswith(prompts.ROOT_ROLE):
             return ChatResult(_answer(NOT_FOUND))
-        return ChatResult(self.root(view))
+        model = await learned(_MODELS, _nearest_length(view.doc_chars), _learn)
+        return ChatResult(self.root(view, model))
 
-    def root(self, view: _View) -> dict[str, Any]:
+    def root(self, view: _View, model: Model) -> dict[str, Any]:
         ask = Ask.of(view.question)
         printed = _printed_lines(view)
         wanted = _keys(ask)
@@ -318,8 +315,6 @@ class CodeOnly:
             cap = max(1_000, view.output_cap - 200)
             codes = [_lines_code(item, cap, view.doc_chars) for item in new[:_CALLS_PER_TURN]]
             return _message(calls=[("repl", {"code": c}) for c in codes])
-        model = learned_model(_nearest_length(view.doc_chars))
-
         keys = _keys_by_label(view)
 
         def lines(pattern: str) -> list[tuple[int, str]]:

@@ -29,6 +29,7 @@ from envtools.policies.fathom.protocol import (
     _answer,
     _message,
     _View,
+    learned,
     search_terms,
 )
 
@@ -285,18 +286,16 @@ def _prior_key(question: str) -> str:
         return "type:" + infer_answer_type(question)
 
 
-def train_priors(doc_tokens: int) -> dict[str, str]:
+def _train_priors(doc_tokens: int) -> dict[str, str]:
     """The most common gold answer per family on the first `train` rows at this length: the
     best an answer prior learned on `train` can say without the document."""
-    if doc_tokens not in _PRIORS:
-        from fathom_rlm.documents import build_split
+    from fathom_rlm.documents import build_split
 
-        counts: dict[str, Counter[str]] = {}
-        for row in build_split("train", _PRIOR_TRAIN_ROWS, doc_tokens=doc_tokens):
-            key = _prior_key(row["question"])
-            counts.setdefault(key, Counter())[normalize_answer(str(row["answer"]))] += 1
-        _PRIORS[doc_tokens] = {k: c.most_common(1)[0][0] for k, c in counts.items()}
-    return _PRIORS[doc_tokens]
+    counts: dict[str, Counter[str]] = {}
+    for row in build_split("train", _PRIOR_TRAIN_ROWS, doc_tokens=doc_tokens):
+        key = _prior_key(row["question"])
+        counts.setdefault(key, Counter())[normalize_answer(str(row["answer"]))] += 1
+    return {k: c.most_common(1)[0][0] for k, c in counts.items()}
 
 
 class FamilyPrior:
@@ -319,7 +318,8 @@ class FamilyPrior:
             )
             return ChatResult(_message(calls=[("repl", {"code": code})]))
         doc_tokens = min(_PRIOR_DOC_TOKENS, key=lambda n: abs(4 * n - view.doc_chars))
-        prior = train_priors(doc_tokens).get(_prior_key(view.question), GIVE_UP)
+        priors = await learned(_PRIORS, doc_tokens, _train_priors)
+        prior = priors.get(_prior_key(view.question), GIVE_UP)
         return ChatResult(_answer(prior))
 
 

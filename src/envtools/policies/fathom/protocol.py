@@ -10,11 +10,14 @@ it, and `not found` otherwise; a caller passes knowledge down under "Known so fa
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import threading
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from fathom_rlm.agent import prompts
 from fathom_rlm.documents.world import ORG_KINDS, THINGS
@@ -50,6 +53,28 @@ _QUESTION_WORDS = frozenset(
 )
 _KIND_WORDS = frozenset(w for name in (*THINGS, *ORG_KINDS) for w in name.split())
 _CALLS_PER_TURN = 8  # the loop's default cap on tool calls in one reply
+
+
+_T = TypeVar("_T")
+_LEARNING = threading.Lock()
+
+
+async def learned(cache: dict[int, _T], key: int, learn: Callable[[int], _T]) -> _T:
+    """`cache[key]`, filled by `learn(key)` on first use in a worker thread, once.
+
+    What a policy learns on `train` (seconds of document generation) must not run on the event
+    loop: evaluating in-process, the loop also drives every other rollout's sandbox calls, whose
+    5 s timers would fire while it is blocked and restart their workers.
+    """
+    if key not in cache:
+
+        def fill() -> None:
+            with _LEARNING:  # concurrent first callers wait for one learning
+                if key not in cache:
+                    cache[key] = learn(key)
+
+        await asyncio.to_thread(fill)
+    return cache[key]
 
 
 def compose_prompt(question: str, quotes: list[str]) -> str:
