@@ -401,10 +401,14 @@ def learn_next_sentence_cues(
             if d.kind == "retracted":
                 after_false.update(_stems(doc.text[d.spans[-1][0] : d.spans[-1][1]]))
                 n_false += 1
+        starts = [at for at, _ in text.sentences]
         for fact in doc.facts.values():
-            following = _next_in_paragraph(text, fact.sentence[1])
-            if following is not None:
-                after_true.update(_stems(following))
+            # The sentence starting right after the fact's, unless a line break comes between.
+            end = fact.sentence[1]
+            i = bisect.bisect_left(starts, end)
+            between = doc.text[end : starts[i]] if i < len(starts) else "\n"
+            if not between.strip() and "\n" not in between:
+                after_true.update(_stems(text.sentences[i][1]))
                 n_true += 1
     out = set()
     for stem, k in after_false.items():
@@ -414,15 +418,6 @@ def learn_next_sentence_cues(
         if odds >= min_log_odds:
             out.add(stem)
     return frozenset(out)
-
-
-def _next_in_paragraph(text: Text, end: int) -> str | None:
-    """The sentence that starts right after offset `end` in the same paragraph, if any."""
-    i = bisect.bisect_left([at for at, _ in text.sentences], end)
-    if i >= len(text.sentences):
-        return None
-    between = text.text[end : text.sentences[i][0]]
-    return None if between.strip() or "\n" in between else text.sentences[i][1]
 
 
 class KeywordSolver:
