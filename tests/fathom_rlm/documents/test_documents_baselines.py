@@ -18,7 +18,7 @@ from fathom_rlm.documents.tasks.intent import READING_FAMILIES
 
 BLIND_MAX = 0.15
 GREP_MAX = 0.30  # for every family that needs reading (all but the ID lookup)
-SEEDS = range(200, 210)
+SEEDS = range(200, 240)  # 40 documents: fewer, and one generator change can flip a family by chance
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from fathom_rlm.documents import generate_document, read_facts, shape_counts
+from fathom_rlm.documents import generate_document, person_key, read_facts, shape_counts
 from fathom_rlm.documents.filler import ACTIVITIES, FILLER, TITLE_PATTERNS
 from fathom_rlm.documents.grammar import (
     ALL_INITIAL_PHRASES,
@@ -138,10 +138,14 @@ def _distractor_value_is_false(doc, d) -> bool:
     orgs = {g.name: g for g in w.organisations}
     places = {pl.name: pl.id for pl in w.places}
     rel, value = d.relation, d.value
-    if rel in ("residence", "birth"):
+    if rel == "residence":
         p = people[d.subject]
-        lived = {pl for _, pl in p.residence} | {p.birthplace}
-        return places[value] not in lived
+        return places[value] not in {pl for _, pl in p.residence} | {p.birthplace}
+    if rel == "birth":
+        p = people[d.subject]
+        return places[value] != p.birthplace and (
+            d.fact is None or d.fact.detail != str(p.birth_year)
+        )
     if rel == "employment":
         p = people[d.subject]
         return orgs[value].id not in {g for _, g, _ in p.employment}
@@ -208,13 +212,13 @@ def test_true_statements_stand_after_their_dismissed_doubt(docs):
 
 def test_every_follower_wording_recurs_equally_often(docs):
     """Every one-off fact gets the same number of retracted statements, and inside a document
-    each dismissal and retraction wording it uses recurs equally often (to within one), so
-    counting how often the sentence after a statement recurs tells a fact from a retracted
-    statement no better than chance (followers.py; the follower-frequency attack of the reward
-    audit is the test that this holds where it matters)."""
+    the dismissal and each retraction it uses recur exactly once per fact, so counting how often
+    the sentence after a statement recurs tells a fact from a retracted statement no better
+    than chance (followers.py; the follower-frequency attack of the reward audit is the test
+    that this holds where it matters)."""
     for split, split_docs in docs.items():
         g = split_grammar(split)
-        assert len(g.retractions) >= MAX_RETRACTED_PER_FACT * len(g.dismissals)
+        assert len(g.retractions) >= MAX_RETRACTED_PER_FACT
         for doc in split_docs:
             per_fact = retractions_per_fact(doc.world, len(doc.text))
             one_off = sum(1 for f in doc.facts.values() if f.relation in RETRACTED)
@@ -222,8 +226,41 @@ def test_every_follower_wording_recurs_equally_often(docs):
             assert per_fact == MAX_RETRACTED_PER_FACT and retracted == per_fact * one_off
             counts = [doc.text.count(s) for s in (*g.dismissals, *g.retractions)]
             used = [n for n in counts if n]
-            assert len(used) == len(g.dismissals) * (1 + per_fact), counts
-            assert max(used) - min(used) <= 1, counts
+            assert len(used) == 1 + per_fact and set(used) == {one_off}, counts
+
+
+def _followers_by_fact(doc) -> list[list[str]]:
+    """The sentence after each statement of every one-off fact, the true statement first."""
+    retracted: dict[tuple[str, str], list[str]] = {}
+
+    def who(subject: str) -> str:  # objects and organisations are named in full
+        return subject if subject.lower().startswith("the ") else person_key(subject)
+
+    for d in doc.distractors:
+        if d.kind == "retracted":
+            key = (d.relation, who(d.subject))
+            retracted.setdefault(key, []).append(doc.text[slice(*d.spans[-1])])
+    out = []
+    for fact in doc.facts.values():
+        if fact.relation in RETRACTED:
+            end = fact.sentence[1]
+            dismissal = doc.text[end + 1 :].split(".", 1)[0] + "."
+            out.append([dismissal, *retracted[fact.relation, who(fact.subject)]])
+    return out
+
+
+def test_each_fact_takes_each_follower_once():
+    """A document uses one dismissal and five retractions (followers.py), each exactly once per
+    fact: every fact's six statements have the same six followers, the true one the dismissal.
+    Counting hits per fact therefore finds six sentences, alike in every count."""
+    for split in ("train", "heldout"):
+        doc = generate_document(SPLIT_SEED_BASE[split] + 1, 64_000)
+        groups = _followers_by_fact(doc)
+        assert len(groups) > 50
+        dismissals = {g[0] for g in groups}
+        assert len(dismissals) == 1 and dismissals <= set(split_grammar(split).dismissals)
+        followers = {frozenset(g) for g in groups}
+        assert len(followers) == 1 and len(next(iter(followers))) == 1 + MAX_RETRACTED_PER_FACT
 
 
 def test_subject_form_does_not_tell_a_fact_from_a_plain_negative():

@@ -18,11 +18,11 @@ It beat the bar on `fathom-docs-5`, where a retraction wording recurred four or 
 often as a dismissal wording; `fathom-docs-6` deals every follower wording equally often
 (environments/fathom_rlm/docs/reward_audit.md, "Follower frequency").
 
-The group-constraint solver reads no follower either: per document it finds the few stock
-sentences that hit every subject's group of statements exactly once (each group holds one true
-statement, followed by a dismissal, and five retracted ones). It beats the bar on
-`fathom-docs-6`; the test below is a strict expected failure until the generator closes it
-(reward_audit.md, "Group constraint").
+The group-constraint solver reads no follower either: per document it finds the stock
+sentences that hit every subject's group of statements exactly once. On `fathom-docs-6` that was
+the dismissals alone and it beat the bar (single_hop 0.87); since `fathom-docs-7` every follower
+of a document hits every group once, so it finds all six and must pick the dismissal by the
+cheapest rule that does best on `train` (reward_audit.md, "Group constraint").
 """
 
 from __future__ import annotations
@@ -87,15 +87,18 @@ def test_follower_frequency_stays_below_the_bar_on_reading_families():
     assert not over, over
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="fathom-docs-6: each subject's statement group holds exactly one dismissal, so the "
-    "set of stock followers that hits every group once is found without reading (single_hop "
-    "0.87, comparison 0.81 at 16K); open, see docs/reward_audit.md",
-)
 def test_group_constraint_stays_below_the_bar_on_reading_families():
     accuracy = group_constraint.accuracy_by_family("heldout", doc_tokens=16_000)
     assert set(READING_FAMILIES) <= set(accuracy)
     over = {f: a for f, a in accuracy.items() if f in READING_FAMILIES and a > 0.30}
     assert not over, over
+
+
+def test_group_constraint_finds_the_follower_classes_but_not_which_is_the_dismissal():
+    """The counting half of the attack still works (the dismissal is among the classes it finds
+    in nearly every document), so the bar above is not met by a broken search; the pick among
+    the six is what fails: the rule chosen on `train` picks the dismissal about one time in six
+    (reward_audit.md has the table)."""
+    found = group_constraint.class_diagnostic("heldout", doc_tokens=16_000)
+    assert found["dismissal_class_found"] >= 0.9, found
+    assert found["dismissal_class_picked"] <= 0.30, found

@@ -14,6 +14,7 @@ import bisect
 import itertools
 from typing import TYPE_CHECKING
 
+from .alternatives import Alternative
 from .filler import article, look_alike
 from .grammar import DISTRACTOR_WRAPPERS, NO_PLANNED, RELATION_SLOTS, RETRACTIONS, TIMED
 from .world import ROLES
@@ -117,20 +118,13 @@ class DistractorMaker:
         unit.remote = remote + unit.remote
         return unit
 
-    def retracted(self, relation: str, sid: int) -> Unit:
-        """A plain false statement about subject ``sid`` in the relation's own shapes (no cue
-        word), followed by a retraction sentence that cancels it."""
+    def retracted(self, relation: str, sid: int, k: int) -> Unit:
+        """The ``k``-th false statement about subject ``sid``: the value of alternative world
+        ``k`` (alternatives.py) in the relation's own shapes, no cue word, followed by a
+        retraction of follower class ``k + 1`` (followers.py) that cancels it."""
         r, Unit = self.r, self.unit_class
         vp = r.pick(r.grammar.phrases(relation))
-        # Each draw hits a true value with probability well under a half (one birthplace among
-        # ten or more places, one maker among the cast ...), so this ends at once in practice.
-        for _ in range(100):
-            drawn = self.false_of(relation, sid)
-            if drawn is not None:
-                break
-        else:
-            raise RuntimeError(f"no false {relation} value for subject {sid}")
-        fields, value, detail, refs = drawn
+        fields, value, detail, refs = self.alternative_fields(relation, sid, r.alternatives[k])
         slot = RELATION_SLOTS[relation][0]
         # The subject is named, aliased or a pronoun after an antecedent sentence, drawn as a
         # needle's is: if retracted statements never used a pronoun, "a statement whose subject
@@ -142,7 +136,7 @@ class DistractorMaker:
         fields[slot] = ref.text
         frame, _ = r.frame()
         sentence, _ = r.compose(vp, "PAST", fields, frame)
-        retraction = r.followers.deal("retraction")
+        retraction = r.followers.deal(k + 1)
         unit = Unit("", "retracted", relation, "", value, detail)
         r.with_subject(unit, slot, sid, ref, sentence)
         for other in refs:
@@ -152,51 +146,31 @@ class DistractorMaker:
         unit.shape = f"{relation}/{vp.tag}/retracted{RETRACTIONS.index(retraction)}"
         return unit
 
-    def false_of(self, relation: str, sid: int):
-        """(slot fields, value, detail, person refs) of a one-off relation, false for subject
-        ``sid``; years are spread far either side of the true one, so a false year reorders
-        comparisons. None when the draw hit a true value."""
-        r, w = self.r, self.r.w
-        rnd = r.rnd
-        offset = (3 + int(rnd() * 30)) * (1 if rnd() < 0.5 else -1)
-        if relation in ("maker", "mark"):
-            fields = {"O": r.art_names[sid]}
-            if relation == "mark":
-                token = look_alike(rnd, r.all_ids)
-                return None if token in r.real_ids else ({**fields, "ID": token}, token, None, [])
-            y = r.pick(r.cast)
-            if y == w.artefacts[sid].maker:
-                return None
-            ref = r.other_ref(y)
-            return {**fields, "M": ref.text}, ref.resolved, None, [ref]
-        if relation in ("founding", "seat"):
-            g = w.organisations[sid]
-            fields = {"G": r.org_names[sid]}
-            if relation == "seat":
-                pl = int(rnd() * len(r.place_names))
-                place = r.place_names[pl]
-                return None if pl == g.seat else ({**fields, "P": place}, place, None, [])
-            f = r.pick(r.cast)
-            if f == g.founder:
-                return None
-            ref = r.other_ref(f)
-            year = str(g.founded_year + offset)
-            return {**fields, "F": ref.text, "Y4": year}, ref.resolved, year, [ref]
-        p = w.people[sid]
+    def alternative_fields(self, relation: str, sid: int, alt: Alternative):
+        """(slot fields, value, detail, person refs) of a one-off relation of subject ``sid``
+        in alternative world ``alt``."""
+        r = self.r
         if relation == "birth":
-            pl = int(rnd() * len(r.place_names))
-            if pl in self.lived_in[sid]:
-                return None
-            place, year = r.place_names[pl], str(p.birth_year + offset)
-            return {"S": "", "P": place, "Y4": year}, place, year, []
-        if relation == "mentor":
-            m = r.pick(r.cast)
-            if m in (sid, p.mentor):
-                return None
-            ref = r.other_ref(m)
-            return {"S": "", "M": ref.text}, ref.resolved, None, [ref]
-        token = look_alike(rnd, r.all_ids)  # permit
-        return None if token in r.real_ids else ({"S": "", "ID": token}, token, None, [])
+            year, place = alt.births[sid]
+            return (
+                {"S": "", "P": r.place_names[place], "Y4": str(year)},
+                r.place_names[place],
+                str(year),
+                [],
+            )
+        if relation == "seat":
+            place = r.place_names[alt.seats[sid]]
+            return {"G": r.org_names[sid], "P": place}, place, None, []
+        if relation == "founding":
+            founder, year = alt.foundings[sid]
+            ref = r.other_ref(founder)
+            fields = {"G": r.org_names[sid], "F": ref.text, "Y4": str(year)}
+            return fields, ref.resolved, str(year), [ref]
+        if relation == "maker":
+            ref = r.other_ref(alt.makers[sid])
+            return {"O": r.art_names[sid], "M": ref.text}, ref.resolved, None, [ref]
+        ref = r.other_ref(alt.mentors[sid])  # mentor
+        return {"S": "", "M": ref.text}, ref.resolved, None, [ref]
 
     def claimant(self, not_pid: int) -> Ref:
         r = self.r

@@ -3,11 +3,20 @@
 A true statement is followed by a dismissed doubt, each retracted false one by a retraction;
 both are fixed sentences of the split's grammar. Every one-off fact of a document gets the same
 number of retracted statements (``per_fact``, five unless the document is too short to hold
-them), so a document deals ``per_fact`` retractions per dismissal. Drawn uniformly from tables of
-equal size, a retraction wording would then recur ``per_fact`` times as often as a dismissal
-wording, and counting repeats would tell them apart without reading a word. The deck instead
-uses ``per_fact`` retraction wordings per dismissal wording and deals each kind least-used
-first, so every wording in a document recurs equally often, to within one.
+them).
+
+A document draws one dismissal and ``per_fact`` different retractions at random from its
+split's twenty of each, and uses them the same way for every fact: the true statement takes the
+dismissal, its k-th retracted statement the k-th retraction. So every follower of a document
+recurs exactly once per fact, and each meets every fact exactly once; counting cannot tell them
+apart. Counting the sentences that hit each fact's statements once finds all ``per_fact + 1``
+of them, not which says "this stands": that takes reading the words, and the two tables are
+matched so that counting words does not tell either (grammar_tables.py).
+
+Why one wording each and drawn from twenty: with several wordings per kind, the retraction
+wordings of a document would split a fixed pool between them and their sums would be tied to
+the pool's, so the dismissal wording, drawn alone, would sit nearer the middle of any measure
+taken over them all; five retractions out of twenty are nearly independent draws.
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from collections.abc import Callable
 
 
 class FollowerDeck:
-    """Deals one document's dismissals and retractions from its own random stream."""
+    """One document's followers: index 0 the dismissal, 1 to ``per_fact`` the retractions."""
 
     def __init__(
         self,
@@ -25,25 +34,14 @@ class FollowerDeck:
         retractions: tuple[str, ...],
         per_fact: int,
     ) -> None:
-        needed = per_fact * len(dismissals)
-        if needed > len(retractions):
-            raise ValueError(f"{per_fact} retractions per fact need {needed} wordings")
-        self.rnd = rnd
-        # Which retraction wordings a document uses varies: a random subset of the split's.
+        if per_fact > len(retractions) or not dismissals:
+            raise ValueError(f"{per_fact} retractions per fact need {per_fact} wordings")
         pool = list(retractions)
-        for i in range(len(pool) - 1, 0, -1):
-            j = int(rnd() * (i + 1))
+        for i in range(per_fact):  # a partial shuffle: the first per_fact are a random draw
+            j = i + int(rnd() * (len(pool) - i))
             pool[i], pool[j] = pool[j], pool[i]
-        self.counts = {
-            "dismissal": dict.fromkeys(dismissals, 0),
-            "retraction": dict.fromkeys(pool[:needed], 0),
-        }
+        self.followers = (dismissals[int(rnd() * len(dismissals))], *pool[:per_fact])
 
-    def deal(self, kind: str) -> str:
-        """A least-used wording of ``kind`` ("dismissal" or "retraction"), ties at random."""
-        counts = self.counts[kind]
-        least = min(counts.values())
-        tied = [s for s, n in counts.items() if n == least]
-        sentence = tied[int(self.rnd() * len(tied))]
-        counts[sentence] += 1
-        return sentence
+    def deal(self, k: int) -> str:
+        """The follower of a fact's k-th statement (0: the true one)."""
+        return self.followers[k]

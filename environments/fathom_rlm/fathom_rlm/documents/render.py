@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 
+from .alternatives import draw_alternatives
 from .distractors import DistractorMaker
 from .facts import Distractor, Fact, Span
 from .filler import (
@@ -298,7 +299,7 @@ class Renderer:
             # Its retracted false statements are each followed by a correction; the true one is
             # followed by a doubt in the same words, dismissed, so the next sentence's words
             # alone do not tell which statement stands (nor how often they recur: followers.py).
-            unit.text += " " + self.followers.deal("dismissal")
+            unit.text += " " + self.followers.deal(0)
         return unit
 
     def event_fields(self, ev: Event):
@@ -397,6 +398,7 @@ class Renderer:
         self.per_fact = retractions_per_fact(w, doc_chars)
         g = self.grammar
         self.followers = FollowerDeck(self.rnd, g.dismissals, g.retractions, self.per_fact)
+        self.alternatives = draw_alternatives(w, self.rnd, self.per_fact)
         reserved = [
             _needle_chars(evs, self.per_fact) + len(intros) * _INTRO_CHARS
             for evs, intros in zip(by_chapter, intros_at, strict=True)
@@ -440,8 +442,8 @@ class Renderer:
         room = int(budget * 0.9) - used
         for e in evs:
             if e.kind in RETRACTED:
-                for _ in range(self.per_fact):
-                    others.append(self.distractors.retracted(e.kind, e.subject))
+                for k in range(self.per_fact):
+                    others.append(self.distractors.retracted(e.kind, e.subject, k))
                     used += len(others[-1].text) + 1
                     room -= len(others[-1].text) + 1
         for u in self.distractors.chapter_distractors(len(needles)):

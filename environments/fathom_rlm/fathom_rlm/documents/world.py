@@ -344,13 +344,12 @@ def _homes_and_static_facts(
     rng: random.Random, people: list[Person], cum_places: list[float], n_ch: int, events: list
 ) -> None:
     """Mentor, homes over time, and when birth, permit and mentor are told."""
-    by_age = sorted(range(len(people)), key=lambda j: (people[j].birth_year, j))
-    birth_sorted = [people[j].birth_year for j in by_age]
+    n = len(people)
     for p in people:
-        # Mentor: someone at least 13 years older, so the story stays plausible.
-        n_elders = bisect.bisect_left(birth_sorted, p.birth_year - 12)
-        if n_elders:
-            p.mentor = by_age[int(rng.random() * n_elders)]
+        # Mentor: anyone else. No rule ties a teacher to the pupil's age: the false teachers of
+        # retracted statements are drawn the same way (alternatives.py), and a rule they broke
+        # would tell them from the true one without reading.
+        p.mentor = (p.id + 1 + int(rng.random() * (n - 1))) % n
         home = _weighted_index(rng, cum_places)
         p.residence.append((p.intro, home))
         n_moves = 2 + int(rng.random() * 5)

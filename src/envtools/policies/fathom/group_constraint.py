@@ -3,27 +3,32 @@
 Every one-off fact (birth, mentor, maker, founding, seat) is told once and contradicted by a
 fixed number of retracted false statements about the same subject in the same shapes; the true
 one is followed by a dismissal, each false one by a retraction, both stock sentences of the
-split. Equal recurrence of the wordings defeats counting them one by one
-(`follower_frequency`), but not counting them per group: in the statements about one subject
-and relation exactly one follower is a dismissal, so the dismissal wordings are the few stock
-sentences that together hit every such group once and never share a group with each other.
+split. Up to `fathom-docs-6` exactly one follower per fact was a dismissal while the
+retractions were dealt from a wider set, so the dismissal wordings were the few stock sentences
+that together hit every fact's statements once: this solver found them without reading a word
+of them and beat the bar (single_hop 0.87 at 16K). Since `fathom-docs-7` a document uses one
+dismissal and five retractions, each exactly once per fact (followers.py in the generator), so
+counting finds six sentences that all hit every fact once, and which of them says "this stands"
+must be told some other way: here by the cheapest rule that does best on `train`
+(`class_labeler`: a count over the sentence's words, its distance from the others, or word
+weights learned on `train`).
 
-This solver reads no word of the followers. Per document it takes the nameless, digit-free
-sentences that recur word for word (the stock sentences), the statements right before them in
-the same paragraph, and groups those statements by their subject (pronouns resolved to the
-previous sentence's subject) and by whether they hold a year (birth and founding do; mentor,
-maker and seat do not). It then tries every set of `DISMISSAL_WORDINGS` stock sentences and
-keeps the one whose hits per group best match one per fact (a group of n statements holds
-n / (per_fact + 1) facts, per_fact read off the number of stock wordings), and favours a
-candidate statement whose follower is in that set over one whose follower is another stock
-sentence; a question about a one-off relation is answered first from the statements of its
-name that a found dismissal follows. Everything else is the keyword solver (word weights
-learned on `train`); the numbers of its own (`DISMISSAL_WORDINGS`, `GROUP_WEIGHT`,
-`ODD_GROUP_WEIGHT`) were read off `train`. Nothing of the evaluated split but its text is read.
+Per document it takes the nameless, digit-free sentences that recur word for word (the stock
+sentences), the statements right before them in the same paragraph, and groups those statements
+by their subject (pronouns resolved to the previous sentence's subject) and by whether they hold
+a year (birth and founding do; mentor, maker and seat do not). It then takes, class by class,
+the `CLASS_SIZE` stock sentences whose hits per group best match one per fact (a group of n
+statements holds n / `FOLLOWER_CLASSES` facts), lets the labeler pick the dismissal class, and
+favours a candidate statement whose follower is in it over one whose follower is another stock
+sentence; a question about a one-off relation is answered first from the statements of its name
+that a picked dismissal follows. Everything else is the keyword solver (word weights learned on
+`train`); the numbers of its own (`CLASS_SIZE`, `FOLLOWER_CLASSES`, `GROUP_WEIGHT`,
+`ODD_GROUP_WEIGHT`) and the labeler's rule were read off `train`. Nothing of the evaluated split
+but its text is read.
 
 Run: `uv run python -m envtools.policies.fathom.group_constraint --split heldout
---doc-tokens 16000` (learning on `train` at the same length). `--diagnose` also scores the
-found dismissal wordings against the split's grammar tables (a check only; the attack never
+--doc-tokens 16000` (learning on `train` at the same length). `--diagnose` also checks the
+classes found and the pick against the split's grammar tables (a check only; the attack never
 reads them).
 """
 
@@ -35,6 +40,12 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from envtools.policies.fathom.class_labeler import (
+    ClassLabeler,
+    learn_labeler,
+    pick_share,
+    rule_scores,
+)
 from envtools.policies.fathom.follower_frequency import stock_sentences
 from envtools.policies.fathom.keyword_solver import (
     _STARTS,
@@ -48,15 +59,21 @@ from envtools.policies.fathom.keyword_solver import (
 )
 
 _CHANGING = frozenset({"residence", "owner"})
-DISMISSAL_WORDINGS = 4
-"""How many dismissal wordings a document uses (the same in every `train` document)."""
+CLASS_SIZE = 1
+"""Wordings per follower class (the same in every `train` document)."""
+FOLLOWER_CLASSES = 6
+"""Follower classes per document: one per statement of a fact (the same in every `train`
+document at these lengths)."""
 GROUP_WEIGHT = 20.0
 """Added to a statement followed by a found dismissal, taken from one followed by another
 stock sentence."""
 ODD_GROUP_WEIGHT = 0.25
+TRAIN_DOCS = 30
+"""`train` documents the class-picking rule is chosen on."""
 """Weight of a group whose size is not one fact's (chosen on `train` documents)."""
-MAX_STOCK = 40
-"""Stock sentences kept (most frequent first), so the subset search stays small."""
+MAX_STOCK = CLASS_SIZE * FOLLOWER_CLASSES
+"""Stock sentences kept (most frequent first): the followers, not a filler sentence that
+happens to recur."""
 
 # Mentions, overlapping ("The Modae Circle" holds "The Modae" and "Modae Circle").
 _MENTION = re.compile(
@@ -108,6 +125,19 @@ def _best_subset(
     return best[1]
 
 
+def _classes(hits: np.ndarray, facts: np.ndarray, weights: np.ndarray) -> list[tuple[int, ...]]:
+    """Columns of `hits` grouped into classes: the best-fitting `CLASS_SIZE` columns, then the
+    best of the rest, and so on."""
+    left = list(range(hits.shape[1]))
+    out: list[tuple[int, ...]] = []
+    while len(out) < FOLLOWER_CLASSES and len(left) >= CLASS_SIZE:
+        best = _best_subset(hits[:, left], facts, weights, CLASS_SIZE)
+        chosen = tuple(left[k] for k in best)
+        out.append(chosen)
+        left = [c for c in left if c not in chosen]
+    return out
+
+
 def _mentions(doc: Text, sentence: str) -> list[tuple[int, str, bool]]:
     """(offset, canonical name, is a thing) of the people, things and aliases a sentence
     names; a thing ("the Ketrex Guild", "the Magreld Sextant") is an organisation or object."""
@@ -148,9 +178,10 @@ def _subjects(doc: Text) -> list[str | None]:
 
 
 class FollowerGroups:
-    """One document's stock sentences, its follower groups and the dismissal wordings found."""
+    """One document's stock sentences, its follower groups, the follower classes found and the
+    one a labeler picks as the dismissals (all of them when no labeler is given)."""
 
-    def __init__(self, doc: Text) -> None:
+    def __init__(self, doc: Text, labeler: ClassLabeler | None = None) -> None:
         stock = _stock_sentences(doc)
         self.stock = set(stock)
         self.follower = _followed_statements(doc, self.stock)
@@ -166,16 +197,18 @@ class FollowerGroups:
         for row, counts in enumerate(groups.values()):
             for s, n in counts.items():
                 hits[row, column[s]] = n
-        # One dismissal and per_fact retraction wordings per fact: per_fact from the number of
-        # wordings the document uses, a group of n statements then tells n / (per_fact + 1) facts.
-        per_fact = max(1, round(len(stock) / DISMISSAL_WORDINGS) - 1)
+        # A group of n statements tells n / FOLLOWER_CLASSES facts; a group of exactly one
+        # fact's size is most likely one whole fact, the others are facts split or merged by a
+        # wrong subject, so they count for less.
         sizes = hits.sum(axis=1)
-        facts = sizes / (per_fact + 1)
-        # A group of exactly one fact's size is most likely one whole fact; the others are
-        # facts split or merged by a wrong subject, so they count for less.
-        weights = np.where(sizes == per_fact + 1, 1.0, ODD_GROUP_WEIGHT)
-        chosen = _best_subset(hits, facts, weights, DISMISSAL_WORDINGS) if len(groups) else ()
-        self.dismissals = frozenset(stock[k] for k in chosen)
+        facts = sizes / FOLLOWER_CLASSES
+        weights = np.where(sizes == FOLLOWER_CLASSES, 1.0, ODD_GROUP_WEIGHT)
+        found = _classes(hits, facts, weights) if len(groups) else []
+        self.classes = [[stock[k] for k in c] for c in found]
+        if labeler is not None and self.classes:
+            self.dismissals = frozenset(self.classes[labeler.pick(self.classes)])
+        else:
+            self.dismissals = frozenset()
         # The statements a found dismissal follows, by subject: read before any word weight.
         self.standing: dict[str, list[int]] = defaultdict(list)
         for i, following in self.follower.items():
@@ -186,22 +219,25 @@ class FollowerGroups:
 class GroupConstraintSolver(KeywordSolver):
     """The keyword solver, plus a bonus for statements followed by a found dismissal wording."""
 
-    def __init__(self, model: WordWeights, weight: float = GROUP_WEIGHT) -> None:
+    def __init__(
+        self, model: WordWeights, labeler: ClassLabeler, weight: float = GROUP_WEIGHT
+    ) -> None:
         super().__init__(model)
+        self.labeler = labeler
         self.weight = weight
         self._groups: dict[int, FollowerGroups] = {}
 
     def groups(self, doc: Text) -> FollowerGroups:
         found = self._groups.get(id(doc))
         if found is None:
-            found = self._groups[id(doc)] = FollowerGroups(doc)
+            found = self._groups[id(doc)] = FollowerGroups(doc, self.labeler)
         return found
 
     def score(self, doc: Text, cls: str, i: int) -> float:
         total = super().score(doc, cls, i)
         groups = self.groups(doc)
         following = groups.follower.get(i)
-        if following is not None:
+        if following is not None and groups.dismissals:
             total += self.weight if following in groups.dismissals else -self.weight
         return total
 
@@ -220,33 +256,58 @@ class GroupConstraintSolver(KeywordSolver):
         return super().hop(doc, cls, name, kind)
 
 
-def accuracy_by_family(
-    split: str = "heldout", doc_tokens: int = 200_000, limit: int | None = None
-) -> dict[str, float]:
-    """Learn on `train` at `doc_tokens`, then mean correctness per family over `split`."""
-    solver = GroupConstraintSolver(learn(_pairs("train", doc_tokens)))
-    return solve_split(solver, split, doc_tokens, limit)
-
-
-def dismissal_diagnostic(split: str, doc_tokens: int, docs: int | None = None) -> dict[str, float]:
-    """Precision and recall of the found dismissal wordings per document against the split's
-    grammar tables (a check of the attack, never part of it), micro-averaged."""
+def _labelled_classes(split: str, doc_tokens: int, docs: int | None):
+    """(seed, classes found, index of the class holding the split's dismissals or None) per
+    document: the generator's tables say which class is which, so this is for `train` (and for
+    checking the attack after the fact)."""
     from fathom_rlm.documents import get_document, split_seeds
     from fathom_rlm.documents.grammar import split_grammar
 
     truth = set(split_grammar(split).dismissals)
-    found = right = exact = n = 0
     for seed in list(split_seeds(split))[:docs]:
-        groups = FollowerGroups(Text(get_document(seed, doc_tokens=doc_tokens).text))
-        found += len(groups.dismissals)
-        right += len(groups.dismissals & truth)
-        exact += groups.dismissals == truth
+        classes = FollowerGroups(Text(get_document(seed, doc_tokens=doc_tokens).text)).classes
+        right = [k for k, c in enumerate(classes) if set(c) <= truth]
+        yield seed, classes, (right[0] if len(right) == 1 else None)
+
+
+def learn_group_labeler(doc_tokens: int, docs: int = TRAIN_DOCS) -> ClassLabeler:
+    """The class-picking rule that does best on `train` documents at `doc_tokens`."""
+    labelled = [(c, k) for _, c, k in _labelled_classes("train", doc_tokens, docs) if k is not None]
+    return learn_labeler(labelled)
+
+
+def accuracy_by_family(
+    split: str = "heldout", doc_tokens: int = 200_000, limit: int | None = None
+) -> dict[str, float]:
+    """Learn on `train` at `doc_tokens`, then mean correctness per family over `split`."""
+    labeler = learn_group_labeler(doc_tokens)
+    solver = GroupConstraintSolver(learn(_pairs("train", doc_tokens)), labeler)
+    return solve_split(solver, split, doc_tokens, limit)
+
+
+def class_diagnostic(split: str, doc_tokens: int, docs: int | None = None) -> dict[str, object]:
+    """How often the dismissal class is among the classes found, how often the rule learned on
+    `train` picks it, and the best any rule would have done on `split` in hindsight (a check of
+    the attack against the grammar tables, never part of it)."""
+    labeler = learn_group_labeler(doc_tokens)
+    found = picked = n = 0
+    hindsight: Counter[str] = Counter()
+    for _, classes, right in _labelled_classes(split, doc_tokens, docs):
         n += 1
+        if right is not None:
+            found += 1
+            picked += labeler.pick(classes) == right
+            for rule, scores in rule_scores(classes, labeler.weights).items():
+                hindsight[rule] += pick_share(scores, right)
+    best = max(sorted(hindsight.items()), key=lambda kv: kv[1], default=("", 0.0))
     return {
         "documents": n,
-        "precision": right / max(1, found),
-        "recall": right / max(1, n * len(truth)),
-        "exact_sets": exact / max(1, n),
+        "rule": labeler.rule,
+        "rule_on_train": round(labeler.train_share, 3),
+        "dismissal_class_found": found / max(1, n),
+        "dismissal_class_picked": picked / max(1, n),
+        "best_rule_in_hindsight": best[0],
+        "its_share": round(best[1] / max(1, n), 3),
     }
 
 
@@ -259,7 +320,7 @@ if __name__ == "__main__":
     parser.add_argument("--doc-tokens", type=int, default=200_000)
     parser.add_argument("--limit", type=int, default=None, help="answer only the first rows")
     parser.add_argument(
-        "--diagnose", action="store_true", help="also score the found dismissal wordings"
+        "--diagnose", action="store_true", help="also check the classes found and the pick"
     )
     args = parser.parse_args()
     out: dict[str, object] = {
@@ -267,5 +328,5 @@ if __name__ == "__main__":
     }
     if args.diagnose:
         docs = None if args.limit is None else max(1, args.limit // 10)
-        out["dismissal_wordings"] = dismissal_diagnostic(args.split, args.doc_tokens, docs)
+        out["classes"] = class_diagnostic(args.split, args.doc_tokens, docs)
     print(json.dumps(out, indent=1))
