@@ -31,7 +31,7 @@ import pytest
 from fathom_rlm.documents.grammar import split_grammar
 from fathom_rlm.documents.tasks.intent import READING_FAMILIES
 
-from envtools.policies.fathom import follower_frequency, group_constraint
+from envtools.policies.fathom import class_labeler, follower_frequency, group_constraint
 from envtools.policies.fathom.keyword_solver import CORRECTION_CUES, accuracy_by_family
 
 pytestmark = pytest.mark.reward_audit
@@ -102,3 +102,14 @@ def test_group_constraint_finds_the_follower_classes_but_not_which_is_the_dismis
     found = group_constraint.class_diagnostic("heldout", doc_tokens=16_000)
     assert found["dismissal_class_found"] >= 0.9, found
     assert found["dismissal_class_picked"] <= 0.30, found
+
+
+@pytest.mark.parametrize("split", ["eval", "heldout"])
+def test_no_counting_rule_picks_the_dismissal_much_above_chance(split):
+    """From the tables alone: a document draws one dismissal and five retractions, and no rule
+    of the class labeler (counts of negation, blame, praise, correction words, length, commas,
+    ..., distance from the others, word weights learned on `train`) picks the dismissal in more
+    than a quarter of documents (chance is one in six)."""
+    rates = class_labeler.table_rates(split, draws=4000)
+    assert len(rates) > 20
+    assert max(rates.values()) <= 0.25, sorted(rates.items(), key=lambda kv: -kv[1])[:3]

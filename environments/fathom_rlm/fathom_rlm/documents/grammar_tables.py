@@ -362,7 +362,7 @@ DISMISSALS: tuple[str, ...] = (
     "In all the years after, nobody found an error in it.",
     "No clerk who searched the rolls could find an error in it.",
     "Not a single forgery was found in that hand.",
-    "No magistrate ordered it struck.",
+    "No magistrate, then or later, ordered it struck.",
     "None of the doubters could make their case.",
     "Nobody could point to a mistake in it.",
     "Nobody who looked into the rumours ever found anything amiss.",

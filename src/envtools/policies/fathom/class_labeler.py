@@ -37,6 +37,7 @@ _PRAISE = re.compile(
 )
 _TIME = re.compile(r"\b(?:later|soon|next|afterwards|after|within|years?|week|spring|winter)\b")
 _WORD = re.compile(r"[a-z']+")
+RETRACTED_PER_FACT = 5  # in every document of 12K tokens and up
 
 
 def _count(pattern: re.Pattern) -> Callable[[str], float]:
@@ -129,3 +130,39 @@ def learn_labeler(labelled: Sequence[tuple[Sequence[Sequence[str]], int]]) -> Cl
     rule, best = max(sorted(totals.items()), key=lambda kv: kv[1])
     weights = word_weights(sorted(dismissals), sorted(retractions))
     return ClassLabeler(rule, weights, best / max(1, len(labelled)))
+
+
+def table_rates(split: str, draws: int = 20_000, seed: int = 0) -> dict[str, float]:
+    """Each rule's chance of picking the dismissal of a `split` document, computed from the
+    grammar tables alone: a document draws one dismissal and five different retractions of its
+    split at random (followers.py in the generator), so this is the rate over many documents,
+    without the noise of finding the followers in text. Word weights are learned on `train`'s
+    tables (so on `train` itself they are in-sample). Chance is one in six.
+
+    Run: `uv run python -m envtools.policies.fathom.class_labeler`.
+    """
+    from fathom_rlm.documents.followers import FollowerDeck
+    from fathom_rlm.documents.grammar import split_grammar
+
+    g, train = split_grammar(split), split_grammar("train")
+    weights = word_weights(train.dismissals, train.retractions)
+    rng = np.random.default_rng(seed)
+    totals: Counter[str] = Counter()
+    for _ in range(draws):
+        deck = FollowerDeck(rng.random, g.dismissals, g.retractions, RETRACTED_PER_FACT)
+        for rule, scores in rule_scores([[s] for s in deck.followers], weights).items():
+            totals[rule] += pick_share(scores, 0)
+    return {rule: n / draws for rule, n in sorted(totals.items())}
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description="each rule's chance of picking the dismissal")
+    parser.add_argument("--draws", type=int, default=20_000)
+    args = parser.parse_args()
+    for split in ("train", "eval", "heldout"):
+        rates = table_rates(split, args.draws)
+        top = sorted(rates.items(), key=lambda kv: -kv[1])[:5]
+        print(json.dumps({"split": split, "best rules": {k: round(v, 3) for k, v in top}}))
