@@ -15,8 +15,8 @@ same words, dismissed, so that filter drops the true statement with the false on
 The follower-frequency solver needs no word list: it counts how often the sentence after each
 statement recurs in the document and prefers statements whose follower is a rare stock sentence.
 It beat the bar on `fathom-docs-5`, where a retraction wording recurred four or five times as
-often as a dismissal wording; `fathom-docs-6` deals every follower wording equally often
-(environments/fathom_rlm/docs/reward_audit.md, "Follower frequency").
+often as a dismissal wording; since `fathom-docs-7` every follower of a document recurs exactly
+once per fact (environments/fathom_rlm/docs/reward_audit.md, "Follower frequency").
 
 The group-constraint solver reads no follower either: per document it finds the stock
 sentences that hit every subject's group of statements exactly once. On `fathom-docs-6` that was

@@ -4,8 +4,9 @@ Every one-off fact (birth, mentor, maker, founding, seat) is followed by a dismi
 comes with five retracted false statements, each followed by a retraction. Both kinds of
 follower are stock sentences of the split's grammar; under `fathom-docs-5`, whose tables held as
 many retraction wordings as dismissal wordings, each retraction wording recurred four or five
-times as often as each dismissal wording inside one document. (`fathom-docs-6` deals every
-wording equally often, and this attack falls to chance; it stays in the audit to keep it so.)
+times as often as each dismissal wording inside one document. (Since `fathom-docs-6` every
+wording of a document recurs equally often, since `fathom-docs-7` exactly once per fact, and
+this attack falls to chance; it stays in the audit to keep it so.)
 It needs no word list: it counts the exact repeats of nameless, digit-free sentences in the
 document, splits their log counts in two (2-means), and favours a candidate statement whose next
 sentence is a rare stock sentence over one whose next sentence is a frequent one. Everything

@@ -42,7 +42,9 @@ and the two after it. A hit is often a pronoun's antecedent: the statement follo
 retraction that cancels the statement follows that, two sentences past the hit."""
 
 _ID_TOKEN = re.compile(r"\b[A-Z]{2}-\d{4}\b")
-_CHAPTERS = re.compile(r"chapters?\s+(\d+)\s+(?:to|and)\s+(?:chapter\s+)?(\d+)", re.IGNORECASE)
+_CHAPTERS = re.compile(
+    r"chapters?\s+(\d+)\s+(?:to|and|through)\s+(?:chapter\s+)?(\d+)", re.IGNORECASE
+)
 _CAPITAL_RUN = re.compile(r"[A-Z][a-z]+(?:'s)?(?:\s+[A-Z][a-z]+(?:'s)?)*")
 _QUESTION_WORDS = frozenset(
     re.findall(
