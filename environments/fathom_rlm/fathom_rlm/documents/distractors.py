@@ -120,8 +120,8 @@ class DistractorMaker:
 
     def retracted(self, relation: str, sid: int, k: int) -> Unit:
         """The ``k``-th false statement about subject ``sid``: the value of alternative world
-        ``k`` (alternatives.py) in the relation's own shapes, no cue word, followed by a
-        retraction of follower class ``k + 1`` (followers.py) that cancels it."""
+        ``k`` (alternatives.py) in the relation's own shapes, no cue word, followed by the
+        document's ``k``-th retraction (followers.py), which cancels it."""
         r, Unit = self.r, self.unit_class
         vp = r.pick(r.grammar.phrases(relation))
         fields, value, detail, refs = self.alternative_fields(relation, sid, r.alternatives[k])
@@ -136,7 +136,7 @@ class DistractorMaker:
         fields[slot] = ref.text
         frame, _ = r.frame()
         sentence, _ = r.compose(vp, "PAST", fields, frame)
-        retraction = r.followers.deal(k + 1)
+        retraction = r.followers[k + 1]
         unit = Unit("", "retracted", relation, "", value, detail)
         r.with_subject(unit, slot, sid, ref, sentence)
         for other in refs:

@@ -24,24 +24,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 
-class FollowerDeck:
+def draw_followers(
+    rnd: Callable[[], float],
+    dismissals: tuple[str, ...],
+    retractions: tuple[str, ...],
+    per_fact: int,
+) -> tuple[str, ...]:
     """One document's followers: index 0 the dismissal, 1 to ``per_fact`` the retractions."""
-
-    def __init__(
-        self,
-        rnd: Callable[[], float],
-        dismissals: tuple[str, ...],
-        retractions: tuple[str, ...],
-        per_fact: int,
-    ) -> None:
-        if per_fact > len(retractions) or not dismissals:
-            raise ValueError(f"{per_fact} retractions per fact need {per_fact} wordings")
-        pool = list(retractions)
-        for i in range(per_fact):  # a partial shuffle: the first per_fact are a random draw
-            j = i + int(rnd() * (len(pool) - i))
-            pool[i], pool[j] = pool[j], pool[i]
-        self.followers = (dismissals[int(rnd() * len(dismissals))], *pool[:per_fact])
-
-    def deal(self, k: int) -> str:
-        """The follower of a fact's k-th statement (0: the true one)."""
-        return self.followers[k]
+    if per_fact > len(retractions) or not dismissals:
+        raise ValueError(f"{per_fact} retractions per fact need {per_fact} wordings")
+    pool = list(retractions)
+    for i in range(per_fact):  # a partial shuffle: the first per_fact are a random draw
+        j = i + int(rnd() * (len(pool) - i))
+        pool[i], pool[j] = pool[j], pool[i]
+    return (dismissals[int(rnd() * len(dismissals))], *pool[:per_fact])

@@ -31,7 +31,7 @@ from .filler import (
     filler_functions,
     split_tables,
 )
-from .followers import FollowerDeck
+from .followers import draw_followers
 from .grammar import (
     ALIAS_INTROS,
     FACT_FRAMES,
@@ -299,7 +299,7 @@ class Renderer:
             # Its retracted false statements are each followed by a correction; the true one is
             # followed by a doubt in the same words, dismissed, so the next sentence's words
             # alone do not tell which statement stands (nor how often they recur: followers.py).
-            unit.text += " " + self.followers.deal(0)
+            unit.text += " " + self.followers[0]
         return unit
 
     def event_fields(self, ev: Event):
@@ -397,7 +397,7 @@ class Renderer:
                 intros_at[self.alias_chapter[pid]].append(pid)
         self.per_fact = retractions_per_fact(w, doc_chars)
         g = self.grammar
-        self.followers = FollowerDeck(self.rnd, g.dismissals, g.retractions, self.per_fact)
+        self.followers = draw_followers(self.rnd, g.dismissals, g.retractions, self.per_fact)
         self.alternatives = draw_alternatives(w, self.rnd, self.per_fact)
         reserved = [
             _needle_chars(evs, self.per_fact) + len(intros) * _INTRO_CHARS

@@ -141,7 +141,7 @@ def table_rates(split: str, draws: int = 20_000, seed: int = 0) -> dict[str, flo
 
     Run: `uv run python -m envtools.policies.fathom.class_labeler`.
     """
-    from fathom_rlm.documents.followers import FollowerDeck
+    from fathom_rlm.documents.followers import draw_followers
     from fathom_rlm.documents.grammar import split_grammar
 
     g, train = split_grammar(split), split_grammar("train")
@@ -149,8 +149,8 @@ def table_rates(split: str, draws: int = 20_000, seed: int = 0) -> dict[str, flo
     rng = np.random.default_rng(seed)
     totals: Counter[str] = Counter()
     for _ in range(draws):
-        deck = FollowerDeck(rng.random, g.dismissals, g.retractions, RETRACTED_PER_FACT)
-        for rule, scores in rule_scores([[s] for s in deck.followers], weights).items():
+        followers = draw_followers(rng.random, g.dismissals, g.retractions, RETRACTED_PER_FACT)
+        for rule, scores in rule_scores([[s] for s in followers], weights).items():
             totals[rule] += pick_share(scores, 0)
     return {rule: n / draws for rule, n in sorted(totals.items())}
 
