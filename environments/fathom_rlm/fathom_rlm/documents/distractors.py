@@ -4,8 +4,11 @@ Every distractor reuses a verb phrase of the document's split. Six kinds change 
 sentence means (negated, planned and cancelled, rumoured then denied, corrected, hypothetical,
 quoted claim); their value is always false for the subject in the world (a town the person never
 lived in, an organisation they never worked for, a look-alike ID, ...), so no reading of them can
-move a gold answer. The seventh kind states a plain fact about a near-namesake: a name one edit
-away from a real person, object or organisation that no entity of the world carries.
+move a gold answer. For a one-off fact (birth, teacher, maker, founding, seat) the value is also
+none of the alternative worlds' that the retracted statements state, and a false year is drawn
+from the whole range such years take, never near the true one (`stated`). The seventh kind
+states a plain fact about a near-namesake: a name one edit away from a real person, object or
+organisation that no entity of the world carries.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ RELATION_WEIGHTS: dict[str, float] = {
 }
 # Distractors per chapter: this share of the chapter's needles, plus 0-2.
 PER_NEEDLE = 0.6
+# A false year of a birth or founding is drawn from the years those take in any world
+# (alternatives.py): births 16 to 70 years before the story starts, foundings up to 51.
+BIRTH_SPAN, FOUNDING_SPAN = 55, 51
 
 
 class DistractorMaker:
@@ -62,6 +68,7 @@ class DistractorMaker:
         self.worked_for = [{g for _, g, _ in p.employment} for p in w.people]
         self.owned_by = [{o for _, o in a.owners} for a in w.artefacts]
         self.wrapper_index = {w: i for ws in DISTRACTOR_WRAPPERS.values() for i, w in enumerate(ws)}
+        self._stated: dict[tuple[str, int], set[int]] = {}
         from .render import Unit  # render imports this module
 
         self.unit_class = Unit
@@ -224,24 +231,26 @@ class DistractorMaker:
             y = r.pick(r.cast)
             if relation == "owner" and y in self.owned_by[aid]:
                 return None
-            if relation == "maker" and y == w.artefacts[aid].maker:
+            if relation == "maker" and y in self.stated("maker", aid):
                 return None
             ref = r.other_ref(y)
             fields["Y" if relation == "owner" else "M"] = ref.text
             return aid, fields, ref.resolved, None, [ref]
         if relation in ("founding", "seat"):
             gid = r.pick(r.orgs)
-            g = w.organisations[gid]
             fields = {"G": r.org_names[gid]}
             if relation == "seat":
                 pl = int(rnd() * len(r.place_names))
                 place = r.place_names[pl]
-                return None if pl == g.seat else (gid, {**fields, "P": place}, place, None, [])
+                if pl in self.stated("seat", gid):
+                    return None
+                return gid, {**fields, "P": place}, place, None, []
             f = r.pick(r.cast)
-            if f == g.founder:
+            founded = w.start_year - 1 - int(rnd() * FOUNDING_SPAN)
+            if f in self.stated("founding", gid) or founded in self.stated("founding year", gid):
                 return None
             ref = r.other_ref(f)
-            year = str(g.founded_year + 1 + int(rnd() * 9))
+            year = str(founded)
             return gid, {**fields, "F": ref.text, "Y4": year}, ref.resolved, year, [ref]
         return self._person_false(relation)
 
@@ -249,17 +258,20 @@ class DistractorMaker:
         r, w = self.r, self.r.w
         rnd = r.rnd
         pid = r.pick(r.cast)
-        p = w.people[pid]
         fields = {"S": ""}
         if relation in ("residence", "birth"):
             pl = int(rnd() * len(r.place_names))
-            if pl in self.lived_in[pid]:
-                return None
             place = r.place_names[pl]
             if relation == "residence":
+                # Not a home, nor any birthplace the text gives the person: a negated home that
+                # skipped only the true birthplace would clear it among the six.
+                if pl in self.lived_in[pid] or pl in self.stated("birth", pid):
+                    return None
                 return pid, {**fields, "P": place}, place, None, []
-            year = str(p.birth_year - 1 - int(rnd() * 9))
-            return pid, {**fields, "P": place, "Y4": year}, place, year, []
+            year = w.start_year - 16 - int(rnd() * BIRTH_SPAN)
+            if pl in self.stated("birth", pid) or year in self.stated("birth year", pid):
+                return None
+            return pid, {**fields, "P": place, "Y4": str(year)}, place, str(year), []
         if relation == "employment":
             g = int(rnd() * len(r.org_names))
             if g in self.worked_for[pid]:
@@ -269,9 +281,34 @@ class DistractorMaker:
             return pid, fields, r.org_names[g], role, []
         if relation == "mentor":
             m = r.pick(r.cast)
-            if m in (pid, p.mentor):
+            if m == pid or m in self.stated("mentor", pid):
                 return None
             ref = r.other_ref(m)
             return pid, {**fields, "M": ref.text}, ref.resolved, None, [ref]
         token = look_alike(rnd, r.all_ids)  # permit
         return None if token in r.real_ids else (pid, {**fields, "ID": token}, token, None, [])
+
+    def stated(self, key: str, sid: int) -> set[int]:
+        """Every value the one-off fact ``key`` of subject ``sid`` takes in the text: the true
+        one and each alternative world's (alternatives.py). A hard negative about that fact
+        avoids them all. One that avoided only the truth, or sat near it (a year a few years
+        off, as before `fathom-docs-7`), would single out the true statement among the retracted
+        ones: followers meet every fact once, so such a tell adds up over a whole document."""
+        found = self._stated.get((key, sid))
+        if found is None:
+            w, alts = self.r.w, self.r.alternatives
+            if key in ("birth", "birth year"):
+                p = w.people[sid]
+                k = 1 if key == "birth" else 0
+                found = {(p.birth_year, p.birthplace)[k], *(a.births[sid][k] for a in alts)}
+            elif key == "mentor":
+                found = {w.people[sid].mentor, *(a.mentors[sid] for a in alts)}
+            elif key == "maker":
+                found = {w.artefacts[sid].maker, *(a.makers[sid] for a in alts)}
+            elif key == "seat":
+                found = {w.organisations[sid].seat, *(a.seats[sid] for a in alts)}
+            else:  # founding, founding year
+                g, k = w.organisations[sid], 0 if key == "founding" else 1
+                found = {(g.founder, g.founded_year)[k], *(a.foundings[sid][k] for a in alts)}
+            self._stated[key, sid] = found
+        return found
