@@ -31,9 +31,18 @@ N_TASKS = 3
 TRL_PROGRAM = Path(__file__).parent / "trl_programs" / "sft_rows.py"
 
 
+def first_rows(n: int) -> list[dict[str, Any]]:
+    """The first `n` - 1 train rows and the first that needs a sub-call (depth 1), so the
+    export has sub-call conversations whatever the generator's draw of families."""
+    split = build_split("train", 20, doc_tokens=DOC_TOKENS)
+    deep = next(r for r in split if r["depth"] >= 1)
+    head = [r for r in split[: n - 1] if r is not deep]
+    return [*head, deep]
+
+
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return build_split("train", N_TASKS, doc_tokens=DOC_TOKENS)
+    return first_rows(N_TASKS)
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +158,7 @@ def test_rollouts_that_answer_what_they_never_saw_are_left_out() -> None:
     """A rollout whose closing answer names what its text never showed is not training data,
     whatever its reward. Real rollouts, with one sub-call's answer swapped for a name no
     message of that conversation holds (the honest reference itself answers from its text)."""
-    rows = build_split("train", 4, doc_tokens=DOC_TOKENS)
+    rows = first_rows(4)
     chat = sft_export.policy_chat(get_policy("fathom-reference"))
     rollouts = asyncio.run(sft_export.export_rollouts(rows, chat))
     assert all(not r.ungrounded for r in rollouts)  # the reference answers only what it read
