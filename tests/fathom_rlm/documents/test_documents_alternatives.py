@@ -15,7 +15,7 @@ N = 5
 @pytest.fixture(scope="module", params=[16_000, 64_000])
 def drawn(request):
     doc = generate_document(SPLIT_SEED_BASE["heldout"] + 2, request.param)
-    return doc.world, draw_alternatives(doc.world, random.Random(0).random, N)
+    return doc.world, draw_alternatives(doc.world, random.Random(0).random, N)[0]
 
 
 def _share(flags) -> float:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .world import World
+from .world import World, birth_year, founding_year, other_person
 
 _TRIES = 50
 
@@ -39,11 +39,19 @@ class Alternative:
     seats: dict[int, int] = field(default_factory=dict)  # organisation -> place
 
 
-def draw_alternatives(world: World, rnd: Callable[[], float], n: int) -> list[Alternative]:
+Stated = dict[tuple[str, int], set]
+"""(fact, subject) -> every value the text gives that fact: the true one and the alternatives'.
+Facts: "birth" (place), "birth year", "mentor", "maker", "founding" (founder), "founding year",
+"seat"."""
+
+
+def draw_alternatives(
+    world: World, rnd: Callable[[], float], n: int
+) -> tuple[list[Alternative], Stated]:
     """``n`` alternative worlds of one-off facts, all different from the real one and from
-    each other fact by fact."""
+    each other fact by fact, and every value each fact takes in the text."""
     told = {(e.kind, e.subject): e.time for e in world.events}
-    taken: dict[tuple[str, int], set] = {}
+    taken: Stated = {}
 
     def fresh(key: tuple[str, int], truth, draws, ok=lambda v: True):
         """A value unlike the truth and the earlier alternatives of ``key``: from the first of
@@ -60,10 +68,11 @@ def draw_alternatives(world: World, rnd: Callable[[], float], n: int) -> list[Al
         for _ in range(_TRIES):
             value = draws[-1]()
             if value != truth:
+                seen.add(value)
                 return value
         raise RuntimeError(f"no alternative to {truth!r} for {key}")
 
-    return [_one(world, rnd, told, fresh) for _ in range(n)]
+    return [_one(world, rnd, told, fresh) for _ in range(n)], taken
 
 
 def _one(world: World, rnd, told, fresh) -> Alternative:
@@ -75,7 +84,7 @@ def _one(world: World, rnd, told, fresh) -> Alternative:
         at = told.get((kind, sid), float("inf"))
         return lambda pid: people[pid].intro <= at
 
-    year = [lambda: world.start_year - 16 - int(rnd() * 55)]
+    year = [lambda: birth_year(rnd, world.start_year)]
     for p in people:
         born[p.id] = fresh(("birth year", p.id), p.birth_year, year)
         place = fresh(("birth", p.id), p.birthplace, [lambda: int(rnd() * n_places)])
@@ -85,7 +94,7 @@ def _one(world: World, rnd, told, fresh) -> Alternative:
             alt.mentors[p.id] = fresh(
                 ("mentor", p.id),
                 p.mentor,
-                [lambda p=p: (p.id + 1 + int(rnd() * (n_people - 1))) % n_people],
+                [lambda p=p: other_person(rnd, p.id, n_people)],
                 present("mentor", p.id),
             )
     for a in world.artefacts:
@@ -104,7 +113,7 @@ def _one(world: World, rnd, told, fresh) -> Alternative:
         founded = fresh(
             ("founding year", g.id),
             g.founded_year,
-            [lambda f=founder: min(world.start_year - 1, born[f] + 20 + int(rnd() * 25))],
+            [lambda f=founder: founding_year(rnd, world.start_year, born[f])],
         )
         alt.foundings[g.id] = (founder, founded)
         alt.seats[g.id] = fresh(("seat", g.id), g.seat, [lambda: int(rnd() * n_places)])

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from .alternatives import Alternative
 from .filler import article, look_alike
 from .grammar import DISTRACTOR_WRAPPERS, NO_PLANNED, RELATION_SLOTS, RETRACTIONS, TIMED
-from .world import ROLES
+from .world import ROLES, birth_year
 
 if TYPE_CHECKING:
     from .render import Ref, Renderer, Unit
@@ -48,9 +48,9 @@ RELATION_WEIGHTS: dict[str, float] = {
 }
 # Distractors per chapter: this share of the chapter's needles, plus 0-2.
 PER_NEEDLE = 0.6
-# A false year of a birth or founding is drawn from the years those take in any world
-# (alternatives.py): births 16 to 70 years before the story starts, foundings up to 51.
-BIRTH_SPAN, FOUNDING_SPAN = 55, 51
+# A false founding year is drawn from the years foundings take in any world: up to 51 years
+# before the story starts (a false birth year is drawn as a true one is, world.birth_year).
+FOUNDING_SPAN = 51
 
 
 class DistractorMaker:
@@ -68,7 +68,6 @@ class DistractorMaker:
         self.worked_for = [{g for _, g, _ in p.employment} for p in w.people]
         self.owned_by = [{o for _, o in a.owners} for a in w.artefacts]
         self.wrapper_index = {w: i for ws in DISTRACTOR_WRAPPERS.values() for i, w in enumerate(ws)}
-        self._stated: dict[tuple[str, int], set[int]] = {}
         from .render import Unit  # render imports this module
 
         self.unit_class = Unit
@@ -268,7 +267,7 @@ class DistractorMaker:
                 if pl in self.lived_in[pid] or pl in self.stated("birth", pid):
                     return None
                 return pid, {**fields, "P": place}, place, None, []
-            year = w.start_year - 16 - int(rnd() * BIRTH_SPAN)
+            year = birth_year(rnd, w.start_year)
             if pl in self.stated("birth", pid) or year in self.stated("birth year", pid):
                 return None
             return pid, {**fields, "P": place, "Y4": str(year)}, place, str(year), []
@@ -294,21 +293,4 @@ class DistractorMaker:
         avoids them all. One that avoided only the truth, or sat near it (a year a few years
         off, as before `fathom-docs-7`), would single out the true statement among the retracted
         ones: followers meet every fact once, so such a tell adds up over a whole document."""
-        found = self._stated.get((key, sid))
-        if found is None:
-            w, alts = self.r.w, self.r.alternatives
-            if key in ("birth", "birth year"):
-                p = w.people[sid]
-                k = 1 if key == "birth" else 0
-                found = {(p.birth_year, p.birthplace)[k], *(a.births[sid][k] for a in alts)}
-            elif key == "mentor":
-                found = {w.people[sid].mentor, *(a.mentors[sid] for a in alts)}
-            elif key == "maker":
-                found = {w.artefacts[sid].maker, *(a.makers[sid] for a in alts)}
-            elif key == "seat":
-                found = {w.organisations[sid].seat, *(a.seats[sid] for a in alts)}
-            else:  # founding, founding year
-                g, k = w.organisations[sid], 0 if key == "founding" else 1
-                found = {(g.founder, g.founded_year)[k], *(a.foundings[sid][k] for a in alts)}
-            self._stated[key, sid] = found
-        return found
+        return self.r.stated[key, sid]

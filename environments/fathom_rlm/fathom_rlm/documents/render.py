@@ -398,7 +398,7 @@ class Renderer:
         self.per_fact = retractions_per_fact(w, doc_chars)
         g = self.grammar
         self.followers = draw_followers(self.rnd, g.dismissals, g.retractions, self.per_fact)
-        self.alternatives = draw_alternatives(w, self.rnd, self.per_fact)
+        self.alternatives, self.stated = draw_alternatives(w, self.rnd, self.per_fact)
         reserved = [
             _needle_chars(evs, self.per_fact) + len(intros) * _INTRO_CHARS
             for evs, intros in zip(by_chapter, intros_at, strict=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .grammar_tables import EPITHET_ADJECTIVES, EPITHET_NOUNS
@@ -330,7 +331,7 @@ def _people(
                 pronoun="she" if she else "he",
                 honorific="Mistress" if she else "Master",
                 nickname=nickname,
-                birth_year=start_year - 16 - int(rng.random() * 55),
+                birth_year=birth_year(rng.random, start_year),
                 birthplace=int(rng.random() * n_places),
                 permit=_id_token(rng, ids_taken),
                 intro=rng.random() * max(1.0, n_ch * 0.3),
@@ -349,7 +350,7 @@ def _homes_and_static_facts(
         # Mentor: anyone else. No rule ties a teacher to the pupil's age: the false teachers of
         # retracted statements are drawn the same way (alternatives.py), and a rule they broke
         # would tell them from the true one without reading.
-        p.mentor = (p.id + 1 + int(rng.random() * (n - 1))) % n
+        p.mentor = other_person(rng.random, p.id, n)
         home = _weighted_index(rng, cum_places)
         p.residence.append((p.intro, home))
         n_moves = 2 + int(rng.random() * 5)
@@ -383,7 +384,7 @@ def _organisations(
     seniors = sorted(range(n_people), key=lambda j: (people[j].birth_year, j))
     for i in range(n_orgs):
         founder = seniors[int(rng.random() * max(1, n_people // 2))]
-        founded = min(start_year - 1, people[founder].birth_year + 20 + int(rng.random() * 25))
+        founded = founding_year(rng.random, start_year, people[founder].birth_year)
         org = Organisation(
             id=i,
             root=names.word(2),
@@ -493,6 +494,25 @@ def _add_namesakes(names: NameGrammar, world: World) -> None:
         root = names.near_miss(g.root)
         if root is not None:
             world.namesake_org_root[g.id] = root
+
+
+# The draws of the one-off facts, shared with the alternative worlds of retracted statements
+# (alternatives.py), which must be drawn by the same process.
+BIRTH_SPAN = 55  # birth years lie 16 to 70 years before the story starts
+
+
+def birth_year(rnd: Callable[[], float], start_year: int) -> int:
+    return start_year - 16 - int(rnd() * BIRTH_SPAN)
+
+
+def founding_year(rnd: Callable[[], float], start_year: int, founder_born: int) -> int:
+    """20 to 44 years after the founder's birth, before the story starts."""
+    return min(start_year - 1, founder_born + 20 + int(rnd() * 25))
+
+
+def other_person(rnd: Callable[[], float], pid: int, n_people: int) -> int:
+    """Anyone but ``pid``, uniformly."""
+    return (pid + 1 + int(rnd() * (n_people - 1))) % n_people
 
 
 def _later(rng: random.Random, start: float, n_ch: int) -> float:
