@@ -37,6 +37,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -68,9 +69,9 @@ GROUP_WEIGHT = 20.0
 """Added to a statement followed by a found dismissal, taken from one followed by another
 stock sentence."""
 ODD_GROUP_WEIGHT = 0.25
+"""Weight of a group whose size is not one fact's (chosen on `train` documents)."""
 TRAIN_DOCS = 30
 """`train` documents the class-picking rule is chosen on."""
-"""Weight of a group whose size is not one fact's (chosen on `train` documents)."""
 MAX_STOCK = CLASS_SIZE * FOLLOWER_CLASSES
 """Stock sentences kept (most frequent first): the followers, not a filler sentence that
 happens to recur."""
@@ -256,24 +257,27 @@ class GroupConstraintSolver(KeywordSolver):
         return super().hop(doc, cls, name, kind)
 
 
-def _labelled_classes(split: str, doc_tokens: int, docs: int | None):
-    """(seed, classes found, index of the class holding the split's dismissals or None) per
-    document: the generator's tables say which class is which, so this is for `train` (and for
-    checking the attack after the fact)."""
+def labelled_groups(
+    split: str, doc_tokens: int, docs: int | None
+) -> Iterator[tuple[Text, FollowerGroups, int | None]]:
+    """(document, its follower groups, index of the class holding the split's dismissals or
+    None) per document: the generator's tables say which class is which, so this is for `train`
+    (and for checking an attack after the fact)."""
     from fathom_rlm.documents import get_document, split_seeds
     from fathom_rlm.documents.grammar import split_grammar
 
     truth = set(split_grammar(split).dismissals)
     for seed in list(split_seeds(split))[:docs]:
-        classes = FollowerGroups(Text(get_document(seed, doc_tokens=doc_tokens).text)).classes
-        right = [k for k, c in enumerate(classes) if set(c) <= truth]
-        yield seed, classes, (right[0] if len(right) == 1 else None)
+        doc = Text(get_document(seed, doc_tokens=doc_tokens).text)
+        groups = FollowerGroups(doc)
+        right = [k for k, c in enumerate(groups.classes) if set(c) <= truth]
+        yield doc, groups, (right[0] if len(right) == 1 else None)
 
 
 def learn_group_labeler(doc_tokens: int, docs: int = TRAIN_DOCS) -> ClassLabeler:
     """The class-picking rule that does best on `train` documents at `doc_tokens`."""
-    labelled = [(c, k) for _, c, k in _labelled_classes("train", doc_tokens, docs) if k is not None]
-    return learn_labeler(labelled)
+    labelled = labelled_groups("train", doc_tokens, docs)
+    return learn_labeler([(g.classes, k) for _, g, k in labelled if k is not None])
 
 
 def accuracy_by_family(
@@ -292,8 +296,9 @@ def class_diagnostic(split: str, doc_tokens: int, docs: int | None = None) -> di
     labeler = learn_group_labeler(doc_tokens)
     found = picked = n = 0
     hindsight: Counter[str] = Counter()
-    for _, classes, right in _labelled_classes(split, doc_tokens, docs):
+    for _, groups, right in labelled_groups(split, doc_tokens, docs):
         n += 1
+        classes = groups.classes
         if right is not None:
             found += 1
             picked += labeler.pick(classes) == right

@@ -21,25 +21,22 @@ from __future__ import annotations
 import bisect
 import re
 
-from envtools.policies.fathom.group_constraint import FollowerGroups, _labelled_classes
+from envtools.policies.fathom.group_constraint import FollowerGroups, labelled_groups
 from envtools.policies.fathom.keyword_solver import Text
 
 _HEADING = re.compile(r"^Chapter \d+:", re.M)
 
 
-def class_positions(text: str) -> tuple[list[list[str]], dict[str, float]]:
-    """The document's follower classes and, per follower sentence, the mean position in its
-    chapter of the statements it follows."""
-    doc = Text(text)
-    groups = FollowerGroups(doc)
-    starts = [m.start() for m in _HEADING.finditer(text)] or [0]
-    ends = [*starts[1:], len(text)]
+def class_positions(doc: Text, groups: FollowerGroups) -> dict[str, float]:
+    """Per follower sentence: the mean position in its chapter of the statements it follows."""
+    starts = [m.start() for m in _HEADING.finditer(doc.text)] or [0]
+    ends = [*starts[1:], len(doc.text)]
     sums: dict[str, list[float]] = {}
     for i, following in groups.follower.items():
         at = doc.sentences[i][0]
         c = max(0, bisect.bisect_right(starts, at) - 1)
         sums.setdefault(following, []).append((at - starts[c]) / max(1, ends[c] - starts[c]))
-    return groups.classes, {s: sum(v) / len(v) for s, v in sums.items()}
+    return {s: sum(v) / len(v) for s, v in sums.items()}
 
 
 def _pick(classes: list[list[str]], positions: dict[str, float], sign: int) -> int:
@@ -50,14 +47,12 @@ def _pick(classes: list[list[str]], positions: dict[str, float], sign: int) -> i
 def pick_rates(split: str, doc_tokens: int, docs: int | None = None) -> dict[int, float]:
     """Per direction (+1: latest class, -1: earliest), the share of `split` documents whose
     dismissal class it picks (the grammar tables say which it is, after the fact)."""
-    from fathom_rlm.documents import get_document
-
     hits, n = {1: 0, -1: 0}, 0
-    for seed, _, right in _labelled_classes(split, doc_tokens, docs):
-        classes, positions = class_positions(get_document(seed, doc_tokens=doc_tokens).text)
+    for doc, groups, right in labelled_groups(split, doc_tokens, docs):
+        positions = class_positions(doc, groups)
         n += 1
         for sign in hits:
-            hits[sign] += right is not None and _pick(classes, positions, sign) == right
+            hits[sign] += right is not None and _pick(groups.classes, positions, sign) == right
     return {sign: h / max(1, n) for sign, h in hits.items()}
 
 

@@ -30,7 +30,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-from envtools.policies.fathom.group_constraint import FollowerGroups, _labelled_classes
+from envtools.policies.fathom.group_constraint import FollowerGroups, labelled_groups
 from envtools.policies.fathom.keyword_solver import _YEAR, Text
 
 MAX_OFFSET = 30
@@ -95,11 +95,8 @@ class ValueRule:
 
 def _documents(split: str, doc_tokens: int, docs: int | None) -> Iterable[tuple]:
     """(classes, offsets per follower, index of the dismissal class or None) per document."""
-    from fathom_rlm.documents import get_document
-
-    for seed, classes, right in _labelled_classes(split, doc_tokens, docs):
-        doc = Text(get_document(seed, doc_tokens=doc_tokens).text)
-        yield classes, class_offsets(doc, FollowerGroups(doc)), right
+    for doc, groups, right in labelled_groups(split, doc_tokens, docs):
+        yield groups.classes, class_offsets(doc, groups), right
 
 
 def learn_rule(doc_tokens: int, docs: int = 30) -> ValueRule:
