@@ -56,10 +56,10 @@ SCORE_NAMES = (REWARD_NAME, *COMPONENT_NAMES, *METRIC_NAMES)
 # `uv run python -m envtools.policies.fathom.calibrate --n 150 --doc-tokens 200000`.
 ORACLE_FIXED_TOKENS: dict[str, int] = {
     "exact_id": 2_300,
-    "single_hop": 8_200,
-    "multi_hop": 22_800,
-    "temporal": 16_400,
-    "comparison": 44_100,
+    "single_hop": 8_000,
+    "multi_hop": 28_500,
+    "temporal": 16_700,
+    "comparison": 23_100,
     "aggregation": 26_700,
 }
 

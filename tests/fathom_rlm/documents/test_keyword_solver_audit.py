@@ -35,6 +35,7 @@ from envtools.policies.fathom import (
     class_labeler,
     follower_frequency,
     group_constraint,
+    position_tell,
     value_tells,
 )
 from envtools.policies.fathom.keyword_solver import CORRECTION_CUES, accuracy_by_family
@@ -129,3 +130,15 @@ def test_years_beside_a_name_do_not_tell_the_true_statements():
     the whole range it must stay near one in six."""
     rule = value_tells.learn_rule(16_000)
     assert value_tells.pick_rate("heldout", 16_000, rule) <= 0.30
+
+
+def test_where_a_statement_sits_in_its_chapter_does_not_tell_the_true_one():
+    """The position attack (`position_tell`): per follower class, the mean position of its
+    statements in their chapters. Under `fathom-docs-7` true one-off statements kept story order
+    among the chapter's needles, so the dismissal class sat later than the others: a gap of
+    +0.010 (5 standard errors) over 600 held-out documents. Now the gap must be within noise and
+    neither direction may pick the dismissal much above one time in six."""
+    found = position_tell.position_gap("heldout", 16_000, docs=300)
+    assert found["documents"] >= 280, found
+    assert abs(found["gap"]) < 3 * found["se"], found
+    assert max(found["latest"], found["earliest"]) <= 0.25, found

@@ -14,7 +14,8 @@ keep the class that obeys them.
 So the k-th retracted statement of every fact states the k-th :class:`Alternative`: the one-off
 facts of a whole other world, drawn by the process that drew the real ones and obeying its rules
 among themselves (founders from the older half under its own births, founded 20 to 44 years
-after the founder's birth), and only with people already in the story when the fact is told.
+after the founder's birth). Such facts are told only once the whole cast is in the story
+(world.py), so any person can be named in them.
 The six values of one fact (the true one and five alternatives) are all different, as they
 would be if each had been drawn first; tiny documents whose cast is too small for that repeat
 an alternative, never the true value.
@@ -50,21 +51,19 @@ def draw_alternatives(
 ) -> tuple[list[Alternative], Stated]:
     """``n`` alternative worlds of one-off facts, all different from the real one and from
     each other fact by fact, and every value each fact takes in the text."""
-    told = {(e.kind, e.subject): e.time for e in world.events}
     taken: Stated = {}
 
-    def fresh(key: tuple[str, int], truth, draws, ok=lambda v: True):
-        """A value unlike the truth and the earlier alternatives of ``key``: from the first of
-        ``draws`` that yields one, preferring one that passes ``ok``. Never the truth; an
-        earlier alternative again only when the cast is too small for anything else."""
+    def fresh(key: tuple[str, int], truth, draws):
+        """A value unlike the truth and the earlier alternatives of ``key``, from the first of
+        ``draws`` that yields one. Never the truth; an earlier alternative again only when the
+        cast is too small for anything else."""
         seen = taken.setdefault(key, {truth})
         for draw in draws:
-            for need_ok in (True, False):
-                for _ in range(_TRIES):
-                    value = draw()
-                    if value not in seen and (ok(value) or not need_ok):
-                        seen.add(value)
-                        return value
+            for _ in range(_TRIES):
+                value = draw()
+                if value not in seen:
+                    seen.add(value)
+                    return value
         for _ in range(_TRIES):
             value = draws[-1]()
             if value != truth:
@@ -72,17 +71,13 @@ def draw_alternatives(
                 return value
         raise RuntimeError(f"no alternative to {truth!r} for {key}")
 
-    return [_one(world, rnd, told, fresh) for _ in range(n)], taken
+    return [_one(world, rnd, fresh) for _ in range(n)], taken
 
 
-def _one(world: World, rnd, told, fresh) -> Alternative:
+def _one(world: World, rnd, fresh) -> Alternative:
     people, n_people, n_places = world.people, len(world.people), len(world.places)
     alt = Alternative()
     born: dict[int, int] = {}
-
-    def present(kind: str, sid: int) -> Callable[[int], bool]:
-        at = told.get((kind, sid), float("inf"))
-        return lambda pid: people[pid].intro <= at
 
     year = [lambda: birth_year(rnd, world.start_year)]
     for p in people:
@@ -95,20 +90,15 @@ def _one(world: World, rnd, told, fresh) -> Alternative:
                 ("mentor", p.id),
                 p.mentor,
                 [lambda p=p: other_person(rnd, p.id, n_people)],
-                present("mentor", p.id),
             )
     for a in world.artefacts:
-        alt.makers[a.id] = fresh(
-            ("maker", a.id), a.maker, [lambda: int(rnd() * n_people)], present("maker", a.id)
-        )
+        alt.makers[a.id] = fresh(("maker", a.id), a.maker, [lambda: int(rnd() * n_people)])
     seniors = sorted(range(n_people), key=lambda j: (born[j], j))[: max(1, n_people // 2)]
     for g in world.organisations:
-        there = present("founding", g.id)
         founder = fresh(
             ("founding", g.id),
             g.founder,
             [lambda: seniors[int(rnd() * len(seniors))], lambda: int(rnd() * n_people)],
-            there,
         )
         founded = fresh(
             ("founding year", g.id),

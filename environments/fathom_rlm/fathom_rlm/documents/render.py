@@ -431,8 +431,12 @@ class Renderer:
         )
         date = self.w.date_text(c)
         header = f"Chapter {c + 1}: {title}\n{date}\n\n"
-        needles = [self.needle(e) for e in evs]
-        others = [self.intro(pid) for pid in intro_people]
+        # Changes keep their story order. A one-off fact is timeless, and its true statement
+        # goes anywhere in the chapter like its retracted ones: kept in order among the
+        # changes, it would sit apart from them, and its follower class with it.
+        needles = [self.needle(e) for e in evs if e.kind not in RETRACTED]
+        others = [self.needle(e) for e in evs if e.kind in RETRACTED]
+        others += [self.intro(pid) for pid in intro_people]
         used = len(header) + sum(len(u.text) + 1 for u in (*needles, *others))
         # The same number of retracted false statements for every one-off needle (followers.py
         # says why), then the cue-word hard negatives, all shuffled in with the needles: some
@@ -446,13 +450,13 @@ class Renderer:
                     others.append(self.distractors.retracted(e.kind, e.subject, k))
                     used += len(others[-1].text) + 1
                     room -= len(others[-1].text) + 1
-        for u in self.distractors.chapter_distractors(len(needles)):
+        for u in self.distractors.chapter_distractors(len(evs)):
             if u is not None and len(u.text) < room:
                 others.append(u)
                 room -= len(u.text) + 1
                 used += len(u.text) + 1
         fillers = self.fill(budget - used)
-        # Needles keep their story order; the other units go anywhere; all land among filler.
+        # The changes keep their story order; the other units go anywhere; all land among filler.
         specials: list[Unit] = list(needles)
         for u in others:
             specials.insert(int(self.rnd() * (len(specials) + 1)), u)

@@ -365,8 +365,7 @@ def _homes_and_static_facts(
         events.append(Event(_later(rng, p.intro, n_ch), "birth", p.id))
         events.append(Event(_later(rng, p.intro, n_ch), "permit", p.id))
         if p.mentor is not None:
-            start = max(p.intro, people[p.mentor].intro)
-            events.append(Event(_later(rng, start, n_ch), "mentor", p.id))
+            events.append(Event(_later(rng, _cast_in(people), n_ch), "mentor", p.id))
 
 
 def _organisations(
@@ -394,7 +393,7 @@ def _organisations(
             seat=int(rng.random() * n_places),
         )
         orgs.append(org)
-        events.append(Event(_later(rng, people[founder].intro, n_ch), "founding", org.id))
+        events.append(Event(_later(rng, _cast_in(people), n_ch), "founding", org.id))
         events.append(Event(rng.random() * n_ch, "seat", org.id))
     return orgs
 
@@ -461,7 +460,7 @@ def _artefacts(
         arts.append(art)
         for k, (t, _) in enumerate(art.owners):
             events.append(Event(t, "owner", art.id, k))
-        events.append(Event(_later(rng, max(t0, people[maker].intro), n_ch), "maker", art.id))
+        events.append(Event(_later(rng, max(t0, _cast_in(people)), n_ch), "maker", art.id))
         events.append(Event(_later(rng, t0, n_ch), "mark", art.id))
     return arts
 
@@ -513,6 +512,13 @@ def founding_year(rnd: Callable[[], float], start_year: int, founder_born: int) 
 def other_person(rnd: Callable[[], float], pid: int, n_people: int) -> int:
     """Anyone but ``pid``, uniformly."""
     return (pid + 1 + int(rnd() * (n_people - 1))) % n_people
+
+
+def _cast_in(people: list[Person]) -> float:
+    """When the last person enters the story. Facts naming a second person (teacher, maker,
+    founder) are told after it, so the false values of their retracted statements can be
+    anyone in the cast (alternatives.py) without naming someone the story has not met."""
+    return max(p.intro for p in people)
 
 
 def _later(rng: random.Random, start: float, n_ch: int) -> float:

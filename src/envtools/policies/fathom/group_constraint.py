@@ -262,12 +262,15 @@ def labelled_groups(
 ) -> Iterator[tuple[Text, FollowerGroups, int | None]]:
     """(document, its follower groups, index of the class holding the split's dismissals or
     None) per document: the generator's tables say which class is which, so this is for `train`
-    (and for checking an attack after the fact)."""
+    (and for checking an attack after the fact). ``docs`` may exceed the split's own documents:
+    the rest come from the split's seed range."""
     from fathom_rlm.documents import get_document, split_seeds
     from fathom_rlm.documents.grammar import split_grammar
+    from fathom_rlm.documents.splits import QUESTIONS_PER_DOCUMENT
 
     truth = set(split_grammar(split).dismissals)
-    for seed in list(split_seeds(split))[:docs]:
+    seeds = split_seeds(split, None if docs is None else docs * QUESTIONS_PER_DOCUMENT)
+    for seed in seeds:
         doc = Text(get_document(seed, doc_tokens=doc_tokens).text)
         groups = FollowerGroups(doc)
         right = [k for k, c in enumerate(groups.classes) if set(c) <= truth]

@@ -1,19 +1,23 @@
-"""An open attack on `fathom-docs-7`: where a follower class's statements sit in their chapters.
+"""A code-only attack on the follower classes: where their statements sit in their chapters.
 
-A red-team pass on `fathom-docs-7` found it. A chapter keeps its needles in story order and
-shuffles every other unit in at random, retracted statements included. A one-off event is told
-at a time drawn between someone's arrival in the story and its end, so a true statement tends to
-sit after the chapter's other needles, later in its chapter than the retracted statements around
-it. Each follower class meets every fact once, so the class whose statements sit latest on
-average is the true one more often than one time in six.
+A red-team pass on `fathom-docs-7` found it. A chapter kept its needles in story order and
+shuffled every other unit in at random, retracted statements included. A one-off event is told
+at a time drawn between someone's arrival in the story and its end, so a true statement tended
+to sit after the chapter's other needles, later in its chapter than the retracted statements
+around it. Each follower class meets every fact once, so the class whose statements sat latest
+on average was the true one more often than one time in six. Since `fathom-docs-8` the true
+statement of a one-off fact goes anywhere in its chapter, as its retracted ones do (render.py).
 
 Per document this finds the follower classes as the group-constraint attack does
 (`group_constraint.FollowerGroups`, from the text alone), takes each class's mean position of its
 statements within their chapters (0 at the chapter heading, 1 at its end), and picks the class
 with the highest mean (or the lowest: the direction is the one that does better on `train`).
+The check after the fact is the gap between the dismissal class's mean and the other classes'
+(with its standard error over documents): 0 when position carries nothing.
 
 Run: `uv run python -m envtools.policies.fathom.position_tell --doc-tokens 16000`: the share of
-documents whose dismissal class it picks, on `train` and on held-out (one in six is chance).
+documents whose dismissal class it picks, on `train` and on held-out (one in six is chance),
+and the gap.
 """
 
 from __future__ import annotations
@@ -44,16 +48,31 @@ def _pick(classes: list[list[str]], positions: dict[str, float], sign: int) -> i
     return max(range(len(classes)), key=lambda k: (scores[k], -k))
 
 
-def pick_rates(split: str, doc_tokens: int, docs: int | None = None) -> dict[int, float]:
-    """Per direction (+1: latest class, -1: earliest), the share of `split` documents whose
-    dismissal class it picks (the grammar tables say which it is, after the fact)."""
-    hits, n = {1: 0, -1: 0}, 0
+def position_gap(split: str, doc_tokens: int, docs: int | None = None) -> dict[str, float]:
+    """Over `split` documents: the share whose dismissal class each direction picks ("latest",
+    "earliest"), and the mean gap between the dismissal class's mean position and the other
+    classes' ("gap", with its standard error "se"). The grammar tables say which class is the
+    dismissal, after the fact."""
+    picked, gaps = {1: 0, -1: 0}, []
     for doc, groups, right in labelled_groups(split, doc_tokens, docs):
+        if right is None:
+            continue
         positions = class_positions(doc, groups)
-        n += 1
-        for sign in hits:
-            hits[sign] += right is not None and _pick(groups.classes, positions, sign) == right
-    return {sign: h / max(1, n) for sign, h in hits.items()}
+        for sign in picked:
+            picked[sign] += _pick(groups.classes, positions, sign) == right
+        means = [sum(positions.get(s, 0.5) for s in c) / len(c) for c in groups.classes]
+        others = [m for k, m in enumerate(means) if k != right]
+        gaps.append(means[right] - sum(others) / len(others))
+    n = max(1, len(gaps))
+    gap = sum(gaps) / n
+    se = (sum((g - gap) ** 2 for g in gaps) / n) ** 0.5 / n**0.5
+    return {
+        "documents": len(gaps),
+        "latest": picked[1] / n,
+        "earliest": picked[-1] / n,
+        "gap": gap,
+        "se": se,
+    }
 
 
 if __name__ == "__main__":
@@ -62,16 +81,11 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--doc-tokens", type=int, default=16_000)
+    parser.add_argument("--docs", type=int, default=600, help="documents per split")
     args = parser.parse_args()
-    train = pick_rates("train", args.doc_tokens, 200)
-    sign = max(train, key=lambda k: train[k])
-    heldout = pick_rates("heldout", args.doc_tokens)
-    print(
-        json.dumps(
-            {
-                "direction chosen on train": "latest" if sign > 0 else "earliest",
-                "train (200 documents)": train[sign],
-                "heldout (50 documents)": heldout[sign],
-            }
-        )
-    )
+    train = position_gap("train", args.doc_tokens, args.docs)
+    direction = max(("latest", "earliest"), key=lambda k: train[k])
+    heldout = position_gap("heldout", args.doc_tokens, args.docs)
+    rounded = {k: round(v, 4) for k, v in heldout.items()}
+    print(json.dumps({"direction chosen on train": direction, "train": train[direction]}))
+    print(json.dumps({"heldout": heldout[direction], **rounded}))
