@@ -59,7 +59,7 @@ ORACLE_FIXED_TOKENS: dict[str, int] = {
     "single_hop": 8_000,
     "multi_hop": 28_500,
     "temporal": 16_700,
-    "comparison": 23_100,
+    "comparison": 20_600,
     "aggregation": 26_700,
 }
 

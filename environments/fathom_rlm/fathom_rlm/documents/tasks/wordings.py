@@ -247,7 +247,7 @@ _TABLE = (
         "In chapters {first} to {last}, how many people became residents of {town}?",
         "Between chapter {first} and chapter {last}, how many newcomers did {town} receive?",
     ),
-    # ---------------------------------------------------------------- comparison (depth 0)
+    # ---------------------------------------------------------------- comparison (depth 1)
     _rel(
         "older_birth_year", "comparison", "year",
         "What is the year of birth of whichever of {person} and {person2} is older?",
