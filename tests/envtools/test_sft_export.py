@@ -32,11 +32,11 @@ TRL_PROGRAM = Path(__file__).parent / "trl_programs" / "sft_rows.py"
 
 
 def first_rows(n: int) -> list[dict[str, Any]]:
-    """The first `n` - 1 train rows and the first that needs a sub-call (depth 1), so the
-    export has sub-call conversations whatever the generator's draw of families."""
+    """The first train row that needs a sub-call (depth 1) and the first `n` - 1 others, so
+    the export has sub-call conversations whatever the generator's draw of families."""
     split = build_split("train", 20, doc_tokens=DOC_TOKENS)
     deep = next(r for r in split if r["depth"] >= 1)
-    head = [r for r in split[: n - 1] if r is not deep]
+    head = [r for r in split if r is not deep][: n - 1]
     return [*head, deep]
 
 

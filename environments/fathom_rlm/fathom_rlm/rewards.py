@@ -57,9 +57,9 @@ SCORE_NAMES = (REWARD_NAME, *COMPONENT_NAMES, *METRIC_NAMES)
 ORACLE_FIXED_TOKENS: dict[str, int] = {
     "exact_id": 2_300,
     "single_hop": 8_000,
-    "multi_hop": 28_500,
-    "temporal": 16_700,
-    "comparison": 20_600,
+    "multi_hop": 23_500,
+    "temporal": 17_400,
+    "comparison": 24_600,
     "aggregation": 26_700,
 }
 

@@ -12,13 +12,15 @@ runs through every fact of a document, code that tested the world's own rules on
 keep the class that obeys them.
 
 So the k-th retracted statement of every fact states the k-th :class:`Alternative`: the one-off
-facts of a whole other world, drawn by the process that drew the real ones and obeying its rules
-among themselves (founders from the older half under its own births, founded 20 to 44 years
-after the founder's birth). Such facts are told only once the whole cast is in the story
-(world.py), so any person can be named in them.
-The six values of one fact (the true one and five alternatives) are all different, as they
-would be if each had been drawn first; tiny documents whose cast is too small for that repeat
-an alternative, never the true value.
+facts of a whole other world, drawn by the process that drew the real ones. Every such draw is
+uniform over a set that is the same in every world (world.py: a span of years before the story,
+the whole cast, every place), so the six values of a fact, drawn one after another without
+repeats (the truth first), are exchangeable: neither the order of the draws nor a rule of the
+world tells the first from the others. (A founder from the older half of each world's own
+births, founded 20 to 44 years after that birth, did: each later draw avoided values the
+earlier worlds made likely.) Teacher, maker and founding facts are told only once the whole cast
+is in the story (world.py), so any person can be named in them. Tiny documents whose cast is too
+small for six different values repeat an alternative, never the true value.
 """
 
 from __future__ import annotations
@@ -53,21 +55,18 @@ def draw_alternatives(
     each other fact by fact, and every value each fact takes in the text."""
     taken: Stated = {}
 
-    def fresh(key: tuple[str, int], truth, draws):
-        """A value unlike the truth and the earlier alternatives of ``key``, from the first of
-        ``draws`` that yields one. Never the truth; an earlier alternative again only when the
-        cast is too small for anything else."""
+    def fresh(key: tuple[str, int], truth, draw: Callable[[], object]):
+        """A value of ``draw`` unlike the truth and the earlier alternatives of ``key``; an
+        earlier alternative again only when the cast is too small for anything else."""
         seen = taken.setdefault(key, {truth})
-        for draw in draws:
-            for _ in range(_TRIES):
-                value = draw()
-                if value not in seen:
-                    seen.add(value)
-                    return value
         for _ in range(_TRIES):
-            value = draws[-1]()
-            if value != truth:
+            value = draw()
+            if value not in seen:
                 seen.add(value)
+                return value
+        for _ in range(_TRIES):
+            value = draw()
+            if value != truth:
                 return value
         raise RuntimeError(f"no alternative to {truth!r} for {key}")
 
@@ -75,36 +74,22 @@ def draw_alternatives(
 
 
 def _one(world: World, rnd, fresh) -> Alternative:
-    people, n_people, n_places = world.people, len(world.people), len(world.places)
+    n_people, n_places, start = len(world.people), len(world.places), world.start_year
     alt = Alternative()
-    born: dict[int, int] = {}
-
-    year = [lambda: birth_year(rnd, world.start_year)]
-    for p in people:
-        born[p.id] = fresh(("birth year", p.id), p.birth_year, year)
-        place = fresh(("birth", p.id), p.birthplace, [lambda: int(rnd() * n_places)])
-        alt.births[p.id] = (born[p.id], place)
-    for p in people:
+    for p in world.people:
+        year = fresh(("birth year", p.id), p.birth_year, lambda: birth_year(rnd, start))
+        place = fresh(("birth", p.id), p.birthplace, lambda: int(rnd() * n_places))
+        alt.births[p.id] = (year, place)
         if p.mentor is not None:
-            alt.mentors[p.id] = fresh(
-                ("mentor", p.id),
-                p.mentor,
-                [lambda p=p: other_person(rnd, p.id, n_people)],
+            teacher = fresh(
+                ("mentor", p.id), p.mentor, lambda p=p: other_person(rnd, p.id, n_people)
             )
+            alt.mentors[p.id] = teacher
     for a in world.artefacts:
-        alt.makers[a.id] = fresh(("maker", a.id), a.maker, [lambda: int(rnd() * n_people)])
-    seniors = sorted(range(n_people), key=lambda j: (born[j], j))[: max(1, n_people // 2)]
+        alt.makers[a.id] = fresh(("maker", a.id), a.maker, lambda: int(rnd() * n_people))
     for g in world.organisations:
-        founder = fresh(
-            ("founding", g.id),
-            g.founder,
-            [lambda: seniors[int(rnd() * len(seniors))], lambda: int(rnd() * n_people)],
-        )
-        founded = fresh(
-            ("founding year", g.id),
-            g.founded_year,
-            [lambda f=founder: founding_year(rnd, world.start_year, born[f])],
-        )
+        founder = fresh(("founding", g.id), g.founder, lambda: int(rnd() * n_people))
+        founded = fresh(("founding year", g.id), g.founded_year, lambda: founding_year(rnd, start))
         alt.foundings[g.id] = (founder, founded)
-        alt.seats[g.id] = fresh(("seat", g.id), g.seat, [lambda: int(rnd() * n_places)])
+        alt.seats[g.id] = fresh(("seat", g.id), g.seat, lambda: int(rnd() * n_places))
     return alt

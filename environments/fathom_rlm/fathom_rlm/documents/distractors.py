@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from .alternatives import Alternative
 from .filler import article, look_alike
 from .grammar import DISTRACTOR_WRAPPERS, NO_PLANNED, RELATION_SLOTS, RETRACTIONS, TIMED
-from .world import ROLES, birth_year
+from .world import ROLES, birth_year, founding_year
 
 if TYPE_CHECKING:
     from .render import Ref, Renderer, Unit
@@ -48,9 +48,6 @@ RELATION_WEIGHTS: dict[str, float] = {
 }
 # Distractors per chapter: this share of the chapter's needles, plus 0-2.
 PER_NEEDLE = 0.6
-# A false founding year is drawn from the years foundings take in any world: up to 51 years
-# before the story starts (a false birth year is drawn as a true one is, world.birth_year).
-FOUNDING_SPAN = 51
 
 
 class DistractorMaker:
@@ -245,7 +242,7 @@ class DistractorMaker:
                     return None
                 return gid, {**fields, "P": place}, place, None, []
             f = r.pick(r.cast)
-            founded = w.start_year - 1 - int(rnd() * FOUNDING_SPAN)
+            founded = founding_year(rnd, w.start_year)
             if f in self.stated("founding", gid) or founded in self.stated("founding year", gid):
                 return None
             ref = r.other_ref(f)

@@ -380,10 +380,9 @@ def _organisations(
 ) -> list[Organisation]:
     orgs: list[Organisation] = []
     n_people = len(people)
-    seniors = sorted(range(n_people), key=lambda j: (people[j].birth_year, j))
     for i in range(n_orgs):
-        founder = seniors[int(rng.random() * max(1, n_people // 2))]
-        founded = founding_year(rng.random, start_year, people[founder].birth_year)
+        founder = int(rng.random() * n_people)
+        founded = founding_year(rng.random, start_year)
         org = Organisation(
             id=i,
             root=names.word(2),
@@ -496,17 +495,23 @@ def _add_namesakes(names: NameGrammar, world: World) -> None:
 
 
 # The draws of the one-off facts, shared with the alternative worlds of retracted statements
-# (alternatives.py), which must be drawn by the same process.
-BIRTH_SPAN = 55  # birth years lie 16 to 70 years before the story starts
+# (alternatives.py) and the hard negatives. Each is uniform over a set that is the same in every
+# world (a span of years before the story, the whole cast, every place), so the six values a
+# one-off fact takes in the text, drawn one after another without repeats, are exchangeable: no
+# order of draws and no rule of the world singles out the first (true) one. A founder drawn from
+# the older half of each world's own births, and a founding year tied to that founder's birth,
+# made the later draws avoid the earlier ones' likely values, and a likelihood over the draw
+# orders found the true class in 0.30 of held-out 16K documents (docs/reward_audit.md, "Values").
+BIRTH_SPAN = 31  # birth years lie 45 to 75 years before the story starts
+FOUNDING_SPAN = 25  # founded 1 to 25 years before it: every founder was at least 20
 
 
 def birth_year(rnd: Callable[[], float], start_year: int) -> int:
-    return start_year - 16 - int(rnd() * BIRTH_SPAN)
+    return start_year - 45 - int(rnd() * BIRTH_SPAN)
 
 
-def founding_year(rnd: Callable[[], float], start_year: int, founder_born: int) -> int:
-    """20 to 44 years after the founder's birth, before the story starts."""
-    return min(start_year - 1, founder_born + 20 + int(rnd() * 25))
+def founding_year(rnd: Callable[[], float], start_year: int) -> int:
+    return start_year - 1 - int(rnd() * FOUNDING_SPAN)
 
 
 def other_person(rnd: Callable[[], float], pid: int, n_people: int) -> int:
