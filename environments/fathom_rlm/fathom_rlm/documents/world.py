@@ -346,6 +346,7 @@ def _homes_and_static_facts(
 ) -> None:
     """Mentor, homes over time, and when birth, permit and mentor are told."""
     n = len(people)
+    cast_in = _cast_in(people)
     for p in people:
         # Mentor: anyone else. No rule ties a teacher to the pupil's age: the false teachers of
         # retracted statements are drawn the same way (alternatives.py), and a rule they broke
@@ -365,7 +366,7 @@ def _homes_and_static_facts(
         events.append(Event(_later(rng, p.intro, n_ch), "birth", p.id))
         events.append(Event(_later(rng, p.intro, n_ch), "permit", p.id))
         if p.mentor is not None:
-            events.append(Event(_later(rng, _cast_in(people), n_ch), "mentor", p.id))
+            events.append(Event(_later(rng, cast_in, n_ch), "mentor", p.id))
 
 
 def _organisations(
@@ -380,6 +381,7 @@ def _organisations(
 ) -> list[Organisation]:
     orgs: list[Organisation] = []
     n_people = len(people)
+    cast_in = _cast_in(people)
     for i in range(n_orgs):
         founder = int(rng.random() * n_people)
         founded = founding_year(rng.random, start_year)
@@ -392,7 +394,7 @@ def _organisations(
             seat=int(rng.random() * n_places),
         )
         orgs.append(org)
-        events.append(Event(_later(rng, _cast_in(people), n_ch), "founding", org.id))
+        events.append(Event(_later(rng, cast_in, n_ch), "founding", org.id))
         events.append(Event(rng.random() * n_ch, "seat", org.id))
     return orgs
 
@@ -427,6 +429,7 @@ def _artefacts(
     n_people = len(people)
     intro_order = sorted(range(n_people), key=lambda j: (people[j].intro, j))
     intro_sorted = [people[j].intro for j in intro_order]
+    cast_in = _cast_in(people)
     for i in range(n_arts):
         maker = int(rng.random() * n_people)
         first_owner = int(rng.random() * n_people)
@@ -459,7 +462,7 @@ def _artefacts(
         arts.append(art)
         for k, (t, _) in enumerate(art.owners):
             events.append(Event(t, "owner", art.id, k))
-        events.append(Event(_later(rng, max(t0, _cast_in(people)), n_ch), "maker", art.id))
+        events.append(Event(_later(rng, max(t0, cast_in), n_ch), "maker", art.id))
         events.append(Event(_later(rng, t0, n_ch), "mark", art.id))
     return arts
 

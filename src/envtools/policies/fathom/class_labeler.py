@@ -37,7 +37,6 @@ _PRAISE = re.compile(
 )
 _TIME = re.compile(r"\b(?:later|soon|next|afterwards|after|within|years?|week|spring|winter)\b")
 _WORD = re.compile(r"[a-z']+")
-RETRACTED_PER_FACT = 5  # in every document of 12K tokens and up
 
 
 def _count(pattern: re.Pattern) -> Callable[[str], float]:
@@ -143,13 +142,14 @@ def table_rates(split: str, draws: int = 20_000, seed: int = 0) -> dict[str, flo
     """
     from fathom_rlm.documents.followers import draw_followers
     from fathom_rlm.documents.grammar import split_grammar
+    from fathom_rlm.documents.render import MAX_RETRACTED_PER_FACT  # documents of 12K tokens up
 
     g, train = split_grammar(split), split_grammar("train")
     weights = word_weights(train.dismissals, train.retractions)
     rng = np.random.default_rng(seed)
     totals: Counter[str] = Counter()
     for _ in range(draws):
-        followers = draw_followers(rng.random, g.dismissals, g.retractions, RETRACTED_PER_FACT)
+        followers = draw_followers(rng.random, g.dismissals, g.retractions, MAX_RETRACTED_PER_FACT)
         for rule, scores in rule_scores([[s] for s in followers], weights).items():
             totals[rule] += pick_share(scores, 0)
     return {rule: n / draws for rule, n in sorted(totals.items())}

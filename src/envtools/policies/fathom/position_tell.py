@@ -43,9 +43,12 @@ def class_positions(doc: Text, groups: FollowerGroups) -> dict[str, float]:
     return {s: sum(v) / len(v) for s, v in sums.items()}
 
 
-def _pick(classes: list[list[str]], positions: dict[str, float], sign: int) -> int:
-    scores = [sign * sum(positions.get(s, 0.5) for s in c) / len(c) for c in classes]
-    return max(range(len(classes)), key=lambda k: (scores[k], -k))
+def _class_means(classes: list[list[str]], positions: dict[str, float]) -> list[float]:
+    return [sum(positions.get(s, 0.5) for s in c) / len(c) for c in classes]
+
+
+def _pick(means: list[float], sign: int) -> int:
+    return max(range(len(means)), key=lambda k: (sign * means[k], -k))
 
 
 def position_gap(split: str, doc_tokens: int, docs: int | None = None) -> dict[str, float]:
@@ -57,10 +60,9 @@ def position_gap(split: str, doc_tokens: int, docs: int | None = None) -> dict[s
     for doc, groups, right in labelled_groups(split, doc_tokens, docs):
         if right is None:
             continue
-        positions = class_positions(doc, groups)
+        means = _class_means(groups.classes, class_positions(doc, groups))
         for sign in picked:
-            picked[sign] += _pick(groups.classes, positions, sign) == right
-        means = [sum(positions.get(s, 0.5) for s in c) / len(c) for c in groups.classes]
+            picked[sign] += _pick(means, sign) == right
         others = [m for k, m in enumerate(means) if k != right]
         gaps.append(means[right] - sum(others) / len(others))
     n = max(1, len(gaps))
