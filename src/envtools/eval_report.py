@@ -13,6 +13,7 @@ from fathom_rlm.documents import FAMILIES
 from fathom_rlm.rewards import COMPONENT_NAMES, REWARD_NAME
 from fathom_rlm.tokens import CHARS_PER_TOKEN
 
+from envtools.policies import fathom
 from envtools.stats import DEFAULT_RESAMPLES, Estimate, mean_ci
 
 CHART_NAME = "accuracy_vs_tokens.png"
@@ -97,6 +98,51 @@ def _header(cfg: dict[str, Any], family_counts: Counter[str]) -> list[str]:
         + ". Each cell is the mean with its 95% percentile-bootstrap interval over tasks "
         f"({cfg['resamples']:,} resamples, seed {cfg['seed']}).",
     ]
+
+
+OTHER_ROLES = {
+    "model": "a model reached at an OpenAI-compatible endpoint: the policy under test",
+    "other": "not a registered fathom policy",
+}
+ROLE_COLORS = {
+    "honest": "#1a9641",
+    "rung": "#2c7bb6",
+    "baseline": "#e66101",
+    "attack": "#ca0020",
+    "model": "#7b3294",
+    "other": "#636363",
+}
+
+
+def legend(results: dict[str, Any]) -> list[tuple[int, str, str, str]]:
+    """(number, policy, role, what it shows) for every policy in report order; the numbers label
+    the chart. Roles and descriptions come from the fathom policy cards; a model behind an
+    endpoint is `model` even when it shares a scripted policy's name."""
+    kinds = results["config"].get("contenders", {})
+    rows = []
+    for number, name in enumerate(results["policies"], 1):
+        card = fathom.card_of(name) if kinds.get(name, "scripted") == "scripted" else None
+        if card is not None:
+            rows.append((number, name, card.role, card.shows))
+        else:
+            role = "model" if kinds.get(name) == "model" else "other"
+            rows.append((number, name, role, OTHER_ROLES[role]))
+    return rows
+
+
+def _legend_table(results: dict[str, Any]) -> list[str]:
+    rows = legend(results)
+    present = {role for _, _, role, _ in rows}
+    roles = {**fathom.ROLES, **OTHER_ROLES}
+    intro = "Each policy's role; the numbers label the chart. " + "; ".join(
+        f"**{role}**: {text}" for role, text in roles.items() if role in present
+    )
+    return _table(
+        "Policies",
+        intro + ".",
+        ["#", "policy", "role", "what it does"],
+        [[str(n), name, role, shows] for n, name, role, shows in rows],
+    )
 
 
 def _rewards_table(policies: dict[str, Any]) -> list[str]:
@@ -198,6 +244,7 @@ def render_report(results: dict[str, Any]) -> str:
     policies = results["policies"]
     family_counts = Counter(t["family"] for t in results["tasks"])
     lines = _header(results["config"], family_counts)
+    lines += _legend_table(results)
     lines += _rewards_table(policies)
     lines += _metrics_table(policies)
     lines += _family_tables(policies, family_counts)
@@ -217,8 +264,28 @@ def chart_points(results: dict[str, Any]) -> list[tuple[str, Estimate, Estimate]
 
 
 def plot_accuracy_vs_tokens(results: dict[str, Any], path: Path) -> Path | None:
-    """Mean correctness against mean total tokens per policy, both with their intervals; draws
-    nothing (and returns None) when no policy has a point to show."""
+    """Mean correctness against mean total tokens per policy, both with their intervals, saved
+    as a PNG; draws nothing (and returns None) when no policy has a point to show."""
+    fig = accuracy_vs_tokens_figure(results)
+    if fig is None:
+        return None
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=CHART_DPI)
+    plt.close(fig)
+    return path
+
+
+CHART_DPI = 150
+
+
+def accuracy_vs_tokens_figure(results: dict[str, Any]) -> Any:
+    """The chart as a matplotlib figure, or None when no policy has a point to show.
+
+    Colour is the policy's role, the marker tells policies of one role apart, and each point is
+    labelled with its number in the legend (the report's Policies table uses the same numbers);
+    points on one spot share one label, and no label covers another label or a marker."""
     points = chart_points(results)
     if not points:
         return None
@@ -227,43 +294,75 @@ def plot_accuracy_vs_tokens(results: dict[str, Any], path: Path) -> Path | None:
     matplotlib.use("Agg")  # files only; never needs a display
     import matplotlib.pyplot as plt
 
-    cfg = results["config"]
-    fig, ax = plt.subplots(figsize=(10, 5.6), layout="constrained")
-    markers = "osD^v<>pPXh*"
-    colors = plt.get_cmap("tab20").colors
-    for i, (name, acc, tok) in enumerate(points):
+    numbered = {name: (number, role) for number, name, role, _ in legend(results)}
+    fig, ax = plt.subplots(figsize=(12, 6.6), dpi=CHART_DPI, layout="constrained")
+    handles = _draw_points(ax, points, numbered)
+    _decorate(ax, points, results["config"])
+    fig.legend(
+        handles=handles,
+        loc="outside right center",
+        fontsize=7.5,
+        frameon=False,
+        handletextpad=0.4,
+    )
+    # Fix the layout first: the labels are placed in screen space, around what is drawn.
+    fig.canvas.draw()
+    fig.set_layout_engine("none")
+    _label_points(ax, [(numbered[n][0], t.mean, a.mean) for n, a, t in points])
+    return fig
+
+
+_MARKERS = "osD^v<>pPXh*"
+
+
+def _draw_points(
+    ax: Any, points: list[tuple[str, Estimate, Estimate]], numbered: dict[str, tuple[int, str]]
+) -> list[Any]:
+    """One marker with error bars per policy; the legend's handles, grouped by role with the
+    role's name above each group."""
+    from matplotlib.lines import Line2D
+
+    by_role: dict[str, list[Any]] = {}
+    for name, acc, tok in points:
+        number, role = numbered[name]
+        group = by_role.setdefault(role, [])
+        marker, color = _MARKERS[len(group) % len(_MARKERS)], ROLE_COLORS[role]
+        # Past the last shape a role's markers come round again hollow.
+        face = "white" if len(group) // len(_MARKERS) % 2 else color
         ax.errorbar(
             tok.mean,
             acc.mean,
             xerr=[[tok.mean - tok.low], [tok.high - tok.mean]],
             yerr=[[acc.mean - acc.low], [acc.high - acc.mean]],
-            fmt=markers[i % len(markers)],
-            color=colors[(2 * i) % len(colors) if i < 10 else (2 * i + 1) % len(colors)],
-            markersize=8,
+            fmt=marker,
+            color=color,
+            markersize=7,
+            markerfacecolor=face,
+            markeredgecolor="white" if face == color else color,
+            markeredgewidth=0.6 if face == color else 1.2,
             capsize=3,
             linewidth=1,
-            label=f"{name}  (acc {acc.mean:.2f}, {tok.mean:,.0f} tok)",
+            alpha=0.9,
+            zorder=3 if role == "honest" else 2,  # the bar every other point is read against
         )
-    # Policies that land on the same spot (the answer rewrites do the reference's work) would
-    # hide each other's markers; one stacked label per cluster names them all.
-    for members, (x, y) in _clusters([(n, t.mean, a.mean) for n, a, t in points]):
-        text = "\n".join(m.removeprefix("fathom-") for m in members)
-        high = y > 0.5  # beside the marker, clear of its error bars; low points: above them
-        ax.annotate(
-            text,
-            (x, y),
-            xytext=(8, 4) if high else (0, 12),
-            textcoords="offset points",
-            ha="left" if high else "center",
-            va="bottom",
-            fontsize=7,
-            color="0.25",
-        )
+        label = f"{number:>2}  {name}  (acc {acc.mean:.2f}, {tok.mean:,.0f} tok)"
+        handle = Line2D([], [], marker=marker, color=color, markerfacecolor=face, label=label)
+        handle.set_linestyle("none")
+        group.append(handle)
+    handles: list[Any] = []
+    for role in ROLE_COLORS:
+        if role in by_role:
+            handles.append(Line2D([], [], linestyle="none", label=role.upper()))
+            handles += by_role[role]
+    return handles
+
+
+def _decorate(ax: Any, points: list[tuple[str, Estimate, Estimate]], cfg: dict[str, Any]) -> None:
     ax.set_xscale("log")
     lows = [min(t.low, t.mean) for _, _, t in points if t.low > 0] or [1.0]
     highs = [max(t.high, t.mean) for _, _, t in points]
     ax.set_xlim(min(lows) / 1.8, max(highs) * 1.8)
-    ax.set_ylim(-0.05, 1.15)
+    ax.set_ylim(-0.08, 1.15)
     ax.set_xlabel("mean total tokens per rollout (log scale; root + sub-calls)")
     ax.set_ylabel("accuracy (mean correctness)")
     ax.set_title(
@@ -272,11 +371,92 @@ def plot_accuracy_vs_tokens(results: dict[str, Any], path: Path) -> Path | None:
         fontsize=10,
     )
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return path
+
+
+# Where a label may go, in points from its marker, nearest first: above, beside, below, then
+# farther out (a thin line then leads back to the marker).
+_SPOTS = (
+    (0, 7, "center", "bottom"),
+    (7, 0, "left", "center"),
+    (-7, 0, "right", "center"),
+    (0, -7, "center", "top"),
+    (0, 19, "center", "bottom"),
+    (8, 11, "left", "bottom"),
+    (-8, 11, "right", "bottom"),
+    (0, -19, "center", "top"),
+    (8, -11, "left", "top"),
+    (-8, -11, "right", "top"),
+    (0, 31, "center", "bottom"),
+    (0, -31, "center", "top"),
+    (22, 0, "left", "center"),
+    (-22, 0, "right", "center"),
+)
+
+
+def _label_points(ax: Any, points: Sequence[tuple[int, float, float]]) -> list[Any]:
+    """Label each cluster of (number, tokens, accuracy) points with its numbers, at the first
+    spot of _SPOTS where the label stays inside the axes and covers no marker or label placed
+    before it (the first spot when none is free). Returns the labels."""
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    pad = 4.0  # pixels kept clear around every marker and label
+    taken = []
+    for _, x, y in points:
+        cx, cy = ax.transData.transform((x, y))
+        taken.append((cx - pad - 5, cy - pad - 5, cx + pad + 5, cy + pad + 5))
+    labels = []
+    for members, (x, y) in _clusters([(str(n), x, y) for n, x, y in points]):
+        text = _number_ranges(sorted(int(m) for m in members))
+        for dx, dy, ha, va in _SPOTS:
+            label = _annotate(ax, text, (x, y), (dx, dy), ha, va)
+            box = label.get_window_extent(renderer)
+            rect = (box.x0 - pad, box.y0 - pad, box.x1 + pad, box.y1 + pad)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0
+            if inside and box.y1 <= frame.y1 and not any(_overlap(rect, t) for t in taken):
+                break
+            label.remove()
+        else:
+            dx, dy, ha, va = _SPOTS[0]
+            label = _annotate(ax, text, (x, y), (dx, dy), ha, va)
+            box = label.get_window_extent(renderer)
+            rect = (box.x0, box.y0, box.x1, box.y1)
+        taken.append(rect)
+        labels.append(label)
+    return labels
+
+
+def _annotate(
+    ax: Any, text: str, xy: tuple[float, float], offset: tuple[float, float], ha: str, va: str
+) -> Any:
+    far = max(abs(offset[0]), abs(offset[1])) > 10
+    return ax.annotate(
+        text,
+        xy,
+        xytext=offset,
+        textcoords="offset points",
+        ha=ha,
+        va=va,
+        fontsize=7.5,
+        fontweight="bold",
+        color="0.15",
+        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
+        arrowprops={"arrowstyle": "-", "color": "0.5", "lw": 0.6} if far else None,
+    )
+
+
+def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _number_ranges(numbers: list[int]) -> str:
+    """[1, 2, 3, 5] -> "1-3, 5": consecutive numbers as a range."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}" if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 def _clusters(

@@ -165,6 +165,13 @@ def test_end_to_end_writes_every_output_and_ranks_the_reference_first(
     report = (tmp_path / "report.md").read_text()
     assert "| fathom-reference | 3 | 0 |" in report
     assert "Correctness by family" in report and "No rollout failed." in report
+    # The legend names each policy's role from its card, numbered as on the chart.
+    reference_card = fathom.card_of("fathom-reference")
+    closed_card = fathom.card_of("fathom-closed-book")
+    assert reference_card is not None and closed_card is not None
+    assert f"| 1 | fathom-reference | honest | {reference_card.shows} |" in report
+    assert f"| 2 | fathom-closed-book | attack | {closed_card.shows} |" in report
+    assert f"**honest**: {fathom.ROLES['honest']}" in report and "**rung**" not in report
 
 
 class Exploding:
@@ -317,6 +324,9 @@ def test_command_line_with_a_model_and_a_policy(tmp_path: Path, capsys: Any) -> 
     out = capsys.readouterr().out
     assert out.startswith("# fathom-rlm evaluation")
     assert "| fathom-reference | 3 | 0 |" in out and "| fathom-closed-book | 3 | 0 |" in out
+    # A model is the policy under test even when it shares a scripted policy's name.
+    assert "| 2 | fathom-reference | model |" in out
+    assert "| 1 | fathom-closed-book | attack |" in out
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["config"]["contenders"] == {
         "fathom-closed-book": "scripted",

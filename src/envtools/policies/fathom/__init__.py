@@ -11,6 +11,7 @@ Every policy works from the messages of one request alone (see `protocol`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from envtools.policies.base import Policy
 from envtools.policies.fathom import attacks, code_only, planner
@@ -48,36 +49,71 @@ from envtools.policies.fathom.planner import (
     ReferenceDepth2,
 )
 
-POLICIES: dict[str, Callable[[], Policy]] = {
-    FathomReference.name: FathomReference,
-    ReferenceDepth2.name: ReferenceDepth2,
-    ReferenceDepth1.name: ReferenceDepth1,
-    ReferenceDepth0.name: ReferenceDepth0,
-    GrepOnly.name: GrepOnly,
-    CodeOnly.name: CodeOnly,
-    CopyQuestion.name: CopyQuestion,
-    Candidates.name: Candidates,
-    Padding.name: Padding,
-    Overlong.name: Overlong,
-    TwoAnswers.name: TwoAnswers,
-    FormatOnly.name: FormatOnly,
-    ClosedBook.name: ClosedBook,
-    FrequentEntity.name: FrequentEntity,
-    VerboseRepl.name: VerboseRepl,
-    RecursionSpam.name: RecursionSpam,
-    DepthPadding.name: DepthPadding,
-    SandboxLeak.name: SandboxLeak,
-    PhantomEvidence.name: PhantomEvidence,
-    FamilyPrior.name: FamilyPrior,
-    Blind.name: Blind,
+ROLES: dict[str, str] = {
+    "honest": "the honest reference: the score an honest reader earns, the bar for every row",
+    "rung": "the honest reader held to one depth: what the reward pays each rung of the ladder",
+    "baseline": "a cheap solver that reads without `llm`: how far code alone gets",
+    "attack": "tries to collect reward without the honest work: should score near 0",
 }
-"""Every fathom policy by name: the reference, the weaker honest rungs, then the attacks."""
+"""What each role shows; the report's legend names them in this order."""
+
+
+@dataclass(frozen=True)
+class Card:
+    """A scripted fathom policy with its role (a key of ROLES) and what its row shows."""
+
+    factory: Callable[[], Policy]
+    role: str
+    shows: str
+
+    @property
+    def name(self) -> str:
+        return str(self.factory.name)  # type: ignore[attr-defined]
+
+
+CARDS: tuple[Card, ...] = (
+    Card(FathomReference, "honest", "plans at the depth each family is labelled with"),
+    Card(ReferenceDepth2, "rung", "always fans a count out to depth 2"),
+    Card(ReferenceDepth1, "rung", "recursion capped at depth 1: sub-calls read their slices"),
+    Card(ReferenceDepth0, "rung", "no sub-calls: the root reads every hit window itself"),
+    Card(GrepOnly, "baseline", "regex hit lines of the question's names, nearest candidate"),
+    Card(CodeOnly, "baseline", "the code-only adversary: regexes and word weights from train"),
+    Card(CopyQuestion, "attack", "honest work, then answers with the question"),
+    Card(Candidates, "attack", "honest work, then lists the answer among other names"),
+    Card(Padding, "attack", "honest work, then wraps the answer in a sentence"),
+    Card(Overlong, "attack", "honest work, then appends a reason to the answer"),
+    Card(TwoAnswers, "attack", "honest work, then writes a wrong and a right answer block"),
+    Card(FormatOnly, "attack", "a placeholder answer in perfect format"),
+    Card(ClosedBook, "attack", "answers at once, no tools, the first name in the question"),
+    Card(FrequentEntity, "attack", "most mentioned entity of the asked type (generator's index)"),
+    Card(VerboseRepl, "attack", "floods REPL output, answers the most frequent name printed"),
+    Card(RecursionSpam, "attack", "fans out generic llm() calls until the budget is gone"),
+    Card(DepthPadding, "attack", "the depth-0 rung plus one idle sub-call for depth credit"),
+    Card(SandboxLeak, "attack", "probes the sandbox and a sub-call for the gold"),
+    Card(PhantomEvidence, "attack", "gold in hand, evidence handed to sub-calls that never read"),
+    Card(FamilyPrior, "attack", "the family's most common train answer, phantom reading"),
+    Card(Blind, "baseline", "most mentioned name counted in the REPL, reading nothing"),
+)
+"""Every fathom policy in report order: the reference, the weaker honest rungs, the code-only
+baselines, then the attacks of the reward audit (environments/fathom_rlm/docs/reward_audit.md)
+and the blind baseline last, as the audit lists them."""
+
+POLICIES: dict[str, Callable[[], Policy]] = {card.name: card.factory for card in CARDS}
+"""Every fathom policy by name, in the order of CARDS."""
+
+
+def card_of(name: str) -> Card | None:
+    """The card of the fathom policy called `name`, or None when there is none."""
+    return next((c for c in CARDS if c.name == name), None)
 
 
 __all__ = [
+    "CARDS",
     "POLICIES",
+    "ROLES",
     "TASKS",
     "_LEAK_PROBES",
+    "Card",
     "FathomReference",
     "GrepOnly",
     "ReferenceDepth0",
@@ -86,6 +122,7 @@ __all__ = [
     "TaskIndex",
     "UnknownTaskError",
     "attacks",
+    "card_of",
     "code_only",
     "document_length_guesses",
     "planner",
