@@ -111,6 +111,62 @@ def test_every_source_has_the_current_shape() -> None:
         assert "trainer" in config and "deployment" in config, name
 
 
+# The root transcript's budget (docs/training.md): the prompt (system prompt, tool schemas,
+# question) and, per root turn, a reply and one REPL output.
+PROMPT_TOKENS = 1_024
+TURN_TOKENS = 2_048
+
+
+def transcript_tokens(max_turns: int) -> int:
+    return PROMPT_TOKENS + max_turns * TURN_TOKENS
+
+
+def test_the_transcript_budget_covers_the_environments_own_caps() -> None:
+    from fathom_rlm.agent import prompts
+    from fathom_rlm.agent.caps import RolloutCaps
+    from fathom_rlm.agent.schemas import tool_schemas
+    from fathom_rlm.sandbox import SandboxConfig
+    from fathom_rlm.tokens import CHARS_PER_TOKEN
+
+    caps = RolloutCaps(max_turns=24, max_sub_calls=64)
+    prompt_chars = len(prompts.root_system_prompt(800_000, caps))
+    prompt_chars += len(json.dumps(tool_schemas(0, caps))) + 400  # a long question
+    assert prompt_chars / CHARS_PER_TOKEN <= PROMPT_TOKENS
+    # A turn holds one REPL output (capped, plus its truncation note) and a reply of 1,000 tokens.
+    output_tokens = (SandboxConfig().max_output_chars + 100) / CHARS_PER_TOKEN
+    assert TURN_TOKENS - output_tokens >= 1_000
+    stated = f"{PROMPT_TOKENS:,} + max_turns × {TURN_TOKENS:,}"
+    assert stated in (REPO / "docs" / "training.md").read_text()
+
+
+def test_every_fathom_transcript_fits_its_context() -> None:
+    """Train samples fit the trainer's `seq_len`; eval episodes (not trained on) fit the
+    inference engines' context, at every stage."""
+    for name, config in stacks().items():
+        orchestrator = config["orchestrator"]
+        context = config["inference"]["vllm"]["max_model_len"]
+        for source in orchestrator["train"]["source"]:
+            taskset = source["env"]["taskset"]
+            if taskset["id"] == "fathom-rlm":
+                assert transcript_tokens(taskset["max_turns"]) <= config["seq_len"], name
+        for source in orchestrator.get("eval", {}).get("source", []):
+            taskset = source["env"]["taskset"]
+            if taskset["id"] == "fathom-rlm":
+                assert transcript_tokens(taskset["max_turns"]) <= context, name
+
+
+def test_every_source_has_a_wall_clock_cap() -> None:
+    for name, config in stacks().items():
+        orchestrator = config["orchestrator"]
+        sources = orchestrator["train"]["source"] + orchestrator.get("eval", {}).get("source", [])
+        for source in sources:
+            agent = source["env"]["agent"]
+            assert agent.get("timeout", {}).get("rollout", 0) > 0, f"{name}: {source['name']}"
+            if source["env"]["taskset"]["id"] == "fathom-rlm":
+                # Every model call of an episode is bounded too.
+                assert agent["harness"].get("request_timeout", 0) > 0, source["name"]
+
+
 def test_curriculum_runs_16k_to_200k_on_one_run() -> None:
     base = load(FATHOM)
     (source,) = base["orchestrator"]["train"]["source"]
