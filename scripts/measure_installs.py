@@ -93,7 +93,15 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="measure-installs-") as tmp:
         for name, requirement in INSTALLS.items():
-            row = measure(name, requirement, Path(tmp), env)
+            try:
+                row = measure(name, requirement, Path(tmp), env)
+            except subprocess.CalledProcessError as exc:  # uv said why, above
+                cache = "; --offline installs only what uv's cache holds" if args.offline else ""
+                print(
+                    f"error: installing {name} failed (uv exit {exc.returncode}){cache}",
+                    file=sys.stderr,
+                )
+                return 1
             print("| " + " | ".join(str(v) for v in row.values()) + " |", flush=True)
     return 0
 
