@@ -9,6 +9,7 @@ user sees is in environments/gsm8k_multireward/README.md).
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 MISSING = "no/such/file.jsonl"
+BUSY_PORT = "{busy port}"  # a port this test holds while the commands run
 PARALLEL = 3  # subprocesses at once: mostly start-up and imports
 
 
@@ -63,6 +65,7 @@ CASES: dict[str, Case] = {
     "evaluate --max-tokens 0": _module(EVALUATE, "--max-tokens", "0", names="--max-tokens"),
     "evaluate --out a file": _module(EVALUATE, "--out", "README.md", names="--out"),
     "policy_server --port": _module(SERVER, "--port", "70000", names="--port"),
+    "policy_server port in use": _module(SERVER, "--port", BUSY_PORT, names="--port"),
     "policy_server --fathom-doc-tokens": _module(
         SERVER, "--fathom-doc-tokens", "10", names="--fathom-doc-tokens"
     ),
@@ -145,7 +148,13 @@ LOADER_CASES: dict[str, tuple[str, ...]] = {
 def results(offline_env) -> dict[str, subprocess.CompletedProcess[str]]:
     """Every command's result, run a few at a time."""
 
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = str(busy.getsockname()[1])
+
     def run(argv: tuple[str, ...], extra: tuple[tuple[str, str], ...] = ()) -> object:
+        argv = tuple(port if a == BUSY_PORT else a for a in argv)
         return subprocess.run(
             argv, cwd=ROOT, env=offline_env(**dict(extra)), capture_output=True, text=True
         )
@@ -153,7 +162,7 @@ def results(offline_env) -> dict[str, subprocess.CompletedProcess[str]]:
     # The verifiers CLIs take longest: first, so the rest run beside them.
     jobs = {name: (argv, ()) for name, argv in LOADER_CASES.items()}
     jobs.update({name: (case.argv, case.env) for name, case in CASES.items()})
-    with ThreadPoolExecutor(PARALLEL) as pool:
+    with busy, ThreadPoolExecutor(PARALLEL) as pool:
         futures = {name: pool.submit(run, *job) for name, job in jobs.items()}
         return {name: future.result(timeout=600) for name, future in futures.items()}
 
