@@ -24,12 +24,12 @@ retracted statements), then for all plain statements and for all.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from collections import Counter
 from collections.abc import Callable
 
+from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.documents import (
     FAMILIES,
     GENERATOR_VERSION,
@@ -42,6 +42,8 @@ from fathom_rlm.documents import (
     shape_counts,
 )
 
+from envtools import cli
+
 
 def _time(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
@@ -49,27 +51,47 @@ def _time(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=7, help="documents per length")
-    parser.add_argument("--tokens", type=int, nargs="+", default=[16_000, 64_000, 200_000])
-    parser.add_argument("--questions", type=int, default=10, help="questions per document")
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python benchmarks/fathom_documents.py", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--seeds", type=cli.integer(1), default=7, help="documents per length")
+    parser.add_argument(
+        "--tokens", type=cli.integer(MIN_DOC_TOKENS), nargs="+", default=[16_000, 64_000, 200_000]
+    )
+    parser.add_argument(
+        "--questions", type=cli.integer(1), default=10, help="questions per document"
+    )
     parser.add_argument(
         "--baselines",
-        type=int,
+        type=cli.integer(0),
         default=0,
         metavar="DOCS",
         help="instead of timing, score the blind and grep baselines over DOCS documents",
     )
     parser.add_argument("--shapes", action="store_true", help="print the shape counts and exit")
-    parser.add_argument("--naive", type=int, default=0, metavar="DOCS", help="naive matcher")
     parser.add_argument(
-        "--subjects", type=int, default=0, metavar="DOCS", help="subject forms of facts/negatives"
+        "--naive", type=cli.integer(0), default=0, metavar="DOCS", help="naive matcher"
     )
     parser.add_argument(
-        "--cues", type=int, default=0, metavar="DOCS", help="correction words after statements"
+        "--subjects",
+        type=cli.integer(0),
+        default=0,
+        metavar="DOCS",
+        help="subject forms of facts/negatives",
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--cues",
+        type=cli.integer(0),
+        default=0,
+        metavar="DOCS",
+        help="correction words after statements",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
     if args.shapes:
         shapes()
         return

@@ -29,6 +29,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
+from fathom_rlm.documents import SPLIT_SIZES
+
+from envtools import cli
+
 POLICY = "fathom-closed-book"
 KEY_VAR = "FATHOM_BENCH_KEY"
 
@@ -108,14 +113,23 @@ def _report(label: str, costs: list[tuple[float, float, float]]) -> dict[str, An
     return summary
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rollouts", type=int, default=20)
-    parser.add_argument("--doc-tokens", type=int, default=200_000)
-    parser.add_argument("--concurrency", type=int, default=1)
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python benchmarks/fathom_harness_launch.py",
+        description=__doc__.split("\n\n")[0],
+    )
+    parser.add_argument("--rollouts", type=cli.integer(1, SPLIT_SIZES["eval"]), default=20)
+    parser.add_argument("--doc-tokens", type=cli.integer(MIN_DOC_TOKENS), default=200_000)
+    parser.add_argument("--concurrency", type=cli.integer(1), default=1)
     parser.add_argument("--compare-null", action="store_true")
     parser.add_argument("--python", type=Path, default=Path(sys.executable))
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    parser.require_file("--python", args.python, "an interpreter with verifiers and fathom-rlm")
 
     from fathom_rlm.documents import build_split
 

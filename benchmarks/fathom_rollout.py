@@ -13,7 +13,6 @@ the difference before and after a rollout is that rollout's.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -21,11 +20,13 @@ import statistics
 import time
 from typing import Any
 
+from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.agent import ChatReply, RolloutCaps, run_rollout
 from fathom_rlm.documents import get_document, make_tasks
 from fathom_rlm.rewards import score_rollout
 from fathom_rlm.sandbox import fork_server_cpu_seconds, shutdown_fork_servers, warm_up
 
+from envtools import cli
 from envtools.policies import fathom
 
 
@@ -79,12 +80,18 @@ async def measure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--doc-tokens", type=int, default=200_000)
-    parser.add_argument("--tasks", type=int, default=30)
-    parser.add_argument("--seeds", type=int, default=3)
-    args = parser.parse_args()
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python benchmarks/fathom_rollout.py", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--doc-tokens", type=cli.integer(MIN_DOC_TOKENS), default=200_000)
+    parser.add_argument("--tasks", type=cli.integer(1), default=30)
+    parser.add_argument("--seeds", type=cli.integer(1), default=3)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
     per_doc = -(-args.tasks // args.seeds)
     rows = [
         r

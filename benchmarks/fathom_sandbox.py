@@ -13,7 +13,6 @@ in-process (the language layer alone), and a fresh `python` process per call.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -38,6 +37,7 @@ from fathom_rlm.sandbox import (
 )
 from fathom_rlm.sandbox import restricted as restricted_layer
 
+from envtools import cli
 from envtools.soak import memory_kb
 
 SLICE = "doc[1000:2000]"
@@ -282,15 +282,20 @@ async def bench_loop_lag(doc: str, big_chars: int, repeats: int = 3) -> dict[str
     return {key: round(statistics.median(r[key] for r in runs), 1) for key in runs[0]}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--doc-chars", type=int, default=800_000)
-    parser.add_argument("--sessions", type=int, default=30, help="sessions timed for start-up")
-    parser.add_argument("--calls", type=int, default=300, help="round trips per measurement")
-    parser.add_argument("--fresh-calls", type=int, default=15, help="fresh-process baseline calls")
-    parser.add_argument("--alive", type=int, default=256, help="sessions alive at once")
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python benchmarks/fathom_sandbox.py", description=__doc__.splitlines()[0]
+    )
+    count = cli.integer(1)
+    parser.add_argument("--doc-chars", type=count, default=800_000)
+    parser.add_argument("--sessions", type=count, default=30, help="sessions timed for start-up")
+    parser.add_argument("--calls", type=count, default=300, help="round trips per measurement")
+    parser.add_argument(
+        "--fresh-calls", type=count, default=15, help="fresh-process baseline calls"
+    )
+    parser.add_argument("--alive", type=cli.integer(0), default=256, help="sessions alive at once")
     parser.add_argument("--json", action="store_true", help="print raw numbers as JSON")
-    parser.add_argument("--big-chars", type=int, default=24_000_000, help="loop-lag text size")
+    parser.add_argument("--big-chars", type=count, default=24_000_000, help="loop-lag text size")
     parser.add_argument("--loop-lag-only", action="store_true", help="only the loop-lag numbers")
     return parser
 
@@ -344,8 +349,8 @@ def print_table(n: dict[str, Any], sessions: int, alive: bool) -> None:
         )
 
 
-def main() -> None:
-    args = build_parser().parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
     doc = make_document(args.doc_chars)
     if args.loop_lag_only:
         try:

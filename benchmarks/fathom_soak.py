@@ -16,7 +16,6 @@ Exits 1 when a clean run (no faults, no chaos) had an error, or when anything le
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -26,9 +25,11 @@ import sys
 import tempfile
 from typing import Any
 
+from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.agent import RolloutCaps
 from fathom_rlm.documents import build_split
 
+from envtools import cli
 from envtools.faults import FaultPlan
 from envtools.soak import Chaos, soak
 
@@ -55,20 +56,37 @@ def start_policy_server(doc_tokens: int, faults: str | None) -> tuple[subprocess
     return process, url
 
 
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(prog="python benchmarks/fathom_soak.py")
+    parser.add_argument("--rollouts", type=cli.integer(1), default=1000)
+    parser.add_argument("--concurrency", type=cli.integer(1), default=64)
+    parser.add_argument("--doc-tokens", type=cli.integer(MIN_DOC_TOKENS), default=200_000)
+    parser.add_argument(
+        "--documents", type=cli.integer(1), default=4, help="distinct documents used"
+    )
+    # Checked here (a typo fails now, not in the server), passed on as written.
+    parser.add_argument(
+        "--faults",
+        type=cli.checked(_fault_spec, "name=value pairs of envtools.faults"),
+        default=None,
+        help="policy server fault spec (envtools.faults)",
+    )
+    parser.add_argument("--cancel-every", type=cli.integer(0), default=0)
+    parser.add_argument("--kill-workers", type=cli.integer(0), default=0)
+    parser.add_argument("--kill-fork-servers", type=cli.integer(0), default=0)
+    parser.add_argument(
+        "--time-budget", type=cli.number(0.1), default=None, help="seconds per rollout"
+    )
+    return parser
+
+
+def _fault_spec(text: str) -> str:
+    FaultPlan.parse(text)
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python benchmarks/fathom_soak.py")
-    parser.add_argument("--rollouts", type=int, default=1000)
-    parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--doc-tokens", type=int, default=200_000)
-    parser.add_argument("--documents", type=int, default=4, help="distinct documents used")
-    parser.add_argument("--faults", default=None, help="policy server fault spec (envtools.faults)")
-    parser.add_argument("--cancel-every", type=int, default=0)
-    parser.add_argument("--kill-workers", type=int, default=0)
-    parser.add_argument("--kill-fork-servers", type=int, default=0)
-    parser.add_argument("--time-budget", type=float, default=None, help="seconds per rollout")
-    args = parser.parse_args(argv)
-    if args.faults:
-        FaultPlan.parse(args.faults)  # fail here on a typo, not in the server
+    args = build_parser().parse_args(argv)
 
     load_before = os.getloadavg()
     # Sandbox directories go to a fresh directory, so leftovers are this run's alone.

@@ -16,7 +16,6 @@ Run from the workspace root: ``uv run python benchmarks/gsm8k_grading.py``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -29,6 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gsm8k_multireward import MathGrader, extract_answer, gold_from_solution
+
+from envtools import cli
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent / ".." / "shared/data/gsm8k/test.jsonl"
 
@@ -165,18 +166,28 @@ def latency_under_load(
     }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python benchmarks/gsm8k_grading.py", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument(
         "--data",
         default=os.environ.get("GSM8K_TEST_JSONL", str(DEFAULT_DATA)),
         help="GSM8K test JSONL (default: $GSM8K_TEST_JSONL or ../shared/data/gsm8k/test.jsonl)",
     )
-    parser.add_argument("--limit", type=int, default=None, help="use the first N questions")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per grader (median)")
-    parser.add_argument("--max-workers", type=int, default=10, help="math_verify_max_workers")
-    parser.add_argument("--timeout", type=float, default=5.0, help="math_verify_timeout (s)")
-    parser.add_argument("--load-threads", type=int, default=8, help="threads in the load test")
+    parser.add_argument("--limit", type=cli.integer(1), help="use the first N questions")
+    parser.add_argument(
+        "--repeats", type=cli.integer(1), default=3, help="timed runs per grader (median)"
+    )
+    parser.add_argument(
+        "--max-workers", type=cli.integer(1), default=10, help="math_verify_max_workers"
+    )
+    parser.add_argument(
+        "--timeout", type=cli.number(0.01), default=5.0, help="math_verify_timeout (s)"
+    )
+    parser.add_argument(
+        "--load-threads", type=cli.integer(1), default=8, help="threads in the load test"
+    )
     parser.add_argument("--skip-baseline", action="store_true", help="skip plain math-verify")
     parser.add_argument("--json", default=None, help="also write the results to this file")
     return parser
@@ -302,15 +313,11 @@ def bench_plain_math_verify(
         print(f"  {count:5d}  {line}")
 
 
-def main() -> int:
-    args = build_parser().parse_args()
-    data = Path(args.data)
-    if not data.is_file():
-        print(
-            f"GSM8K test data not found at {data}. Pass --data PATH or set GSM8K_TEST_JSONL "
-            "to a JSONL file with GSM8K 'question'/'answer' rows. Nothing to benchmark."
-        )
-        return 0
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    what = "GSM8K test JSONL, 'question'/'answer' rows; or set $GSM8K_TEST_JSONL"
+    data = parser.require_file("--data", args.data, what)
     with data.open(encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle if line.strip()]
     if args.limit:

@@ -32,6 +32,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+# envtools.cli is standard library only: import it from the source tree, as this runs under
+# interpreters (the verifiers 0.4.0 matrix venv) that have the environments but not envtools.
+sys.path.append(str(Path(__file__).resolve().parents[1] / "src"))
+from envtools import cli
+
 API_KEY_VAR = "SERVING_POOL_KEY"
 
 
@@ -238,23 +243,36 @@ async def drive(args: argparse.Namespace, workers: int) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python benchmarks/serving_pool.py", description=__doc__.split("\n\n")[0]
+    )
+    count = cli.integer(1)
     parser.add_argument("--env", choices=["fathom-rlm", "gsm8k-multireward"], required=True)
-    parser.add_argument("--base-url", required=True, help="OpenAI-compatible policy endpoint")
+    parser.add_argument(
+        "--base-url", type=cli.url, required=True, help="OpenAI-compatible policy endpoint"
+    )
     parser.add_argument("--model", default=None, help="policy name (default: per env)")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
-    parser.add_argument("--num-examples", type=int, default=8)
-    parser.add_argument("--rollouts", type=int, default=2, help="rollouts per task")
-    parser.add_argument("--max-concurrent", type=int, default=None, help="episodes per worker")
-    parser.add_argument("--doc-tokens", type=int, default=16_000, help="fathom-rlm only")
+    parser.add_argument("--workers", type=count, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--num-examples", type=count, default=8)
+    parser.add_argument("--rollouts", type=count, default=2, help="rollouts per task")
+    parser.add_argument("--max-concurrent", type=count, default=None, help="episodes per worker")
+    # 3000: fathom-rlm's shortest document (two chapters); not imported, to start fast.
+    parser.add_argument(
+        "--doc-tokens", type=cli.integer(3000), default=16_000, help="fathom-rlm only"
+    )
     parser.add_argument("--data", type=Path, default=None, help="gsm8k-multireward JSONL")
-    parser.add_argument("--length-reward-weight", type=float, default=1.0)
+    parser.add_argument("--length-reward-weight", type=cli.number(0.0), default=1.0)
     parser.add_argument("--kill-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json-out", type=Path, default=None, help="write every run here")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
-    if args.env == "gsm8k-multireward" and args.data is None:
-        parser.error("--data PATH/TO/gsm8k.jsonl is required for gsm8k-multireward")
+    if args.env == "gsm8k-multireward":
+        parser.require_file("--data", args.data, "GSM8K JSONL, required for gsm8k-multireward")
     args.model = args.model or ("fathom-reference" if args.env == "fathom-rlm" else "gsm8k-gold")
     os.environ.setdefault(API_KEY_VAR, "scripted")
     load = os.getloadavg()

@@ -10,7 +10,6 @@ The `[trl]` extra is not measured: it pulls torch, which is installed separately
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -21,6 +20,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# envtools.cli is standard library only: taken from the source tree, as this script runs under
+# any Python >= 3.11, with or without the workspace installed.
+sys.path.append(str(ROOT / "src"))
+from envtools import cli  # noqa: E402
+
 INSTALLS: dict[str, str] = {
     "gsm8k-multireward": "environments/gsm8k_multireward",
     "gsm8k-multireward[hub]": "environments/gsm8k_multireward[hub]",
@@ -72,10 +76,16 @@ def measure(name: str, requirement: str, workdir: Path, env: dict[str, str]) -> 
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python scripts/measure_installs.py", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--offline", action="store_true", help="install from uv's cache only")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     if args.offline:
         env["UV_OFFLINE"] = "1"
@@ -83,7 +93,15 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="measure-installs-") as tmp:
         for name, requirement in INSTALLS.items():
-            row = measure(name, requirement, Path(tmp), env)
+            try:
+                row = measure(name, requirement, Path(tmp), env)
+            except subprocess.CalledProcessError as exc:  # uv said why, above
+                cache = "; --offline installs only what uv's cache holds" if args.offline else ""
+                print(
+                    f"error: installing {name} failed (uv exit {exc.returncode}){cache}",
+                    file=sys.stderr,
+                )
+                return 1
             print("| " + " | ".join(str(v) for v in row.values()) + " |", flush=True)
     return 0
 

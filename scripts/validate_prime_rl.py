@@ -27,6 +27,11 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# envtools.cli is standard library only: taken from the source tree, as this script runs under
+# any Python >= 3.11, with or without the workspace installed.
+sys.path.append(str(ROOT / "src"))
+from envtools import cli  # noqa: E402
+
 CONFIG_DIR = ROOT / "orchestrator_configs" / "prime-rl"
 ENVIRONMENTS = ("environments/fathom_rlm", "environments/gsm8k_multireward")
 
@@ -162,8 +167,10 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python scripts/validate_prime_rl.py", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--prime-rl", type=Path, required=True, help="a clone of prime-rl")
     parser.add_argument("--rev", default="HEAD", help="the prime-rl revision to check against")
     parser.add_argument(
@@ -178,17 +185,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The arguments, checked against the disk: a usage error (exit 2) names the bad one."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    git = ["git", "-C", str(args.prime_rl)]
+    if subprocess.run([*git, "rev-parse", "--git-dir"], capture_output=True).returncode:
+        parser.reject("--prime-rl", "a clone of the prime-rl repository", str(args.prime_rl))
+    where = f"{args.rev}:packages/prime-rl-configs"
+    if subprocess.run([*git, "cat-file", "-e", where], capture_output=True).returncode:
+        parser.reject("--rev", "a revision of that clone with packages/prime-rl-configs", args.rev)
+    if shutil.which(args.python) is None:
+        parser.reject("--python", "a Python 3.12 interpreter on PATH or its path", args.python)
+    args.stacks = [[Path(p).resolve() for p in s.split("@")] for s in args.stacks]
+    for path in (p for stack in args.stacks for p in stack):
+        parser.require_file("stacks", path, "a prime-rl TOML config")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    stacks = (
-        [[Path(p).resolve() for p in s.split("@")] for s in args.stacks]
-        if args.stacks
-        else config_stacks()
-    )
-    with tempfile.TemporaryDirectory(prefix="prime-rl-configs-") as tmp:
-        commit, package = export_configs_package(args.prime_rl, args.rev, Path(tmp))
-        versions = build_venv(args.python, package, Path(tmp) / "venv")
-        results = parse_all(Path(tmp) / "venv", stacks)
+    args = parse_args(argv)
+    stacks = args.stacks or config_stacks()
+    try:
+        with tempfile.TemporaryDirectory(prefix="prime-rl-configs-") as tmp:
+            commit, package = export_configs_package(args.prime_rl, args.rev, Path(tmp))
+            versions = build_venv(args.python, package, Path(tmp) / "venv")
+            results = parse_all(Path(tmp) / "venv", stacks)
+    except RuntimeError as exc:  # uv missing, or an install failed: its log, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print(f"prime-rl {commit}; " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())))
     failed = 0
     for result in results:

@@ -1,19 +1,25 @@
 """Every command in the READMEs and docs runs as written.
 
-Each line of a fenced `bash` block (continuations joined) is a command. A command that needs no
-network runs here, from a fresh copy of the repository, with the workspace's venv and the offline
-settings of the other subprocess tests; one that takes a model endpoint (`MODEL`, `URL`,
-`KEY_VAR` and their `<model>`-style spellings) runs against the scripted policy server on
-127.0.0.1. The rest (package registries, hub data, a GPU, a prime-rl checkout, the suite itself)
-are listed in NOT_RUN with the reason. A command that is neither run nor listed fails the test,
-and so does a table entry that no document holds any more.
+The documents are the READMEs, docs/*.md and environments/*/docs/*.md. Each line of a fenced
+`bash` block (continuations joined) is a command, and so is a line of an unlabelled fence or an
+inline code span that starts like one (COMMAND). A command that needs no network runs here, from
+a fresh copy of the repository, with the workspace's venv and the offline settings of the other
+subprocess tests; one that takes a model endpoint (`MODEL`, `NAME`, `URL`, `KEY_VAR`, `PORT`
+and their `<model>`-style spellings) runs against the scripted policy server on 127.0.0.1. The
+rest (package registries, hub data, a GPU, a prime-rl checkout, the suite itself, measurements
+of minutes) are listed in NOT_RUN with the reason; those that call a command of this repository
+still have their arguments parsed by that command's own parser. A command that is neither run
+nor listed fails the test, and so does a table entry that no document holds any more.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
+import importlib.util
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -30,13 +36,15 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = (
-    "README.md",
-    "environments/fathom_rlm/README.md",
-    "environments/gsm8k_multireward/README.md",
-    "docs/evaluation.md",
-    "docs/serving.md",
-    "docs/training.md",
+DOCS = tuple(
+    str(path.relative_to(ROOT))
+    for pattern in (
+        "README.md",
+        "docs/*.md",
+        "environments/*/README.md",
+        "environments/*/docs/*.md",
+    )
+    for path in sorted(ROOT.glob(pattern))
 )
 # What a fresh copy leaves out: venvs, caches, outputs of earlier runs.
 COPY_IGNORE = shutil.ignore_patterns(
@@ -49,20 +57,48 @@ SERVER_ARGV = [sys.executable, "-m", "envtools.policy_server", "--port", "0"]
 TIMEOUT_S = 1800  # per command; the slowest (the default evaluation) takes about a minute
 
 
-def _commands(text: str) -> list[str]:
-    """The commands of the fenced bash blocks of a Markdown text, continuations joined."""
+# A command to type: optional VAR=value assignments, then a program this repository's docs run.
+COMMAND = re.compile(
+    r"^(?:[A-Z][A-Z0-9_]*=\S+ +)*(?:uv|python3?|pip|bash|accelerate|docker|\.venvs/\S+/bin/\S+) "
+)
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", flags=re.MULTILINE | re.DOTALL)
+
+
+def _block_commands(block: str) -> list[str]:
+    """The commands of a fenced block, continuations joined, comment lines left out."""
     commands = []
-    for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL):
-        pending = ""
-        for line in block.splitlines():
-            if pending:
-                line = pending + " " + line.strip()
-                pending = ""
-            if line.endswith("\\"):
-                pending = line[:-1].rstrip()
-                continue
-            if line.strip() and not line.lstrip().startswith("#"):
-                commands.append(line.strip())
+    pending = ""
+    for line in block.splitlines():
+        if pending:
+            line = pending + " " + line.strip()
+            pending = ""
+        if line.endswith("\\"):
+            pending = line[:-1].rstrip()
+            continue
+        if line.strip() and not line.lstrip().startswith("#"):
+            commands.append(line.strip())
+    return commands
+
+
+def _commands(text: str) -> list[str]:
+    """The commands of a Markdown text: every line of a fenced `bash` block; the lines of an
+    unlabelled fence, and the inline code spans, that start like a command (COMMAND).
+
+    An inline span may wrap across lines (whitespace is normalised); a span that only names a
+    command (`vf-eval`, `vf-eval fathom-rlm`) is not one to type.
+    """
+    commands = []
+    for language, block in FENCE.findall(text):
+        found = _block_commands(block)
+        if language == "bash":
+            commands += found
+        elif language == "":
+            commands += [c for c in found if COMMAND.match(c)]
+    prose = FENCE.sub("", text)
+    for span in re.findall(r"(?<!`)`([^`]+)`(?!`)", prose):
+        span = " ".join(span.split())
+        if COMMAND.match(span):
+            commands.append(span)
     return commands
 
 
@@ -125,20 +161,43 @@ RUNS: dict[str, Run] = {
     ),
     "vf-eval-v1": Run(
         (
-            "vf-eval fathom-rlm -m <model> --client.base-url <url> --client.api-key-var "
-            "<API_KEY_VAR> -n 5 -r 2 --env.taskset.doc-tokens 16000 --no-push",
+            ".venvs/verifiers-0.4.0/bin/vf-eval fathom-rlm -m <model> --client.base-url <url> "
+            "--client.api-key-var <API_KEY_VAR> -n 5 -r 2 --env.taskset.doc-tokens 16000 "
+            "--no-push",
         ),
         endpoint=True,
         venv="VERIFIERS_0_4_0_PYTHON",
     ),
     "vf-eval-legacy": Run(
         (
-            "vf-eval fathom-rlm -m <model> -b <url> -k <API_KEY_VAR> -n 5 -r 2 "
+            "uv run vf-eval fathom-rlm -m <model> -b <url> -k <API_KEY_VAR> -n 5 -r 2 "
             """-a '{"doc_tokens": 16000}'""",
         ),
         endpoint=True,
-        venv="",  # the workspace venv (verifiers 0.3.1)
         says=("reward",),
+    ),
+    "evaluate-endpoint": Run(
+        ("uv run python -m envtools.evaluate --model NAME --base-url URL",),
+        endpoint=True,
+        expect={"outputs/eval/rollouts.jsonl": 36},
+        says=("fathom-reference",),
+    ),
+    "documents-shapes": Run(
+        ("uv run python benchmarks/fathom_documents.py --shapes",), says=("train",)
+    ),
+    "trl-launch-check": Run(
+        (
+            "uv run python -m envtools.trl_launch "
+            "orchestrator_configs/trl/gsm8k-multireward-gdpo.toml --check",
+        ),
+        says=(": ok (gsm8k-multireward",),
+    ),
+    "policy-server-port-0": Run(
+        ("uv run python -m envtools.policy_server --port 0 --fathom-doc-tokens 16000",),
+        server_ready="printed",
+    ),
+    "policy-server-default": Run(
+        ("uv run python -m envtools.policy_server",), server_ready="printed"
     ),
     "gsm8k-walkthrough": Run(
         (
@@ -188,6 +247,12 @@ _TRL_VENV = (
     "needs the TRL venv (torch) that scripts/test.sh builds; "
     "tests/integration/test_trl_launch.py runs the launcher"
 )
+_PRIME_RL = "prime-rl's own command, in a prime-rl checkout (GPUs); configured, not run"
+_SUITE = "runs tests of this suite (the suite runs them itself)"
+_LONG = "a measurement of minutes on 2 cores (the docs' numbers come from it)"
+_SAME = "the same run as one that runs here: "
+_HELP = "verifiers' own help (15 s to start); the documented eval commands run that CLI"
+_MENTION = "names a command in prose; its full form is documented and runs"
 NOT_RUN: dict[str, str] = {
     "bash scripts/test.sh": "the test suite itself",
     (
@@ -305,9 +370,173 @@ NOT_RUN: dict[str, str] = {
         "orchestrator_configs/trl/gsm8k-multireward-gdpo.toml"
     ): "trains a real model (GPU); configured, not run",
     (
-        "accelerate launch --num_processes 8 -m envtools.trl_launch "
+        ".venvs/trl/bin/accelerate launch --num_processes 8 -m envtools.trl_launch "
         "orchestrator_configs/trl/gsm8k-multireward-gdpo.toml"
     ): "trains on 8 GPUs; configured, not run",
+    # Installs, and the verifiers 0.4.0 venv recipe (scripts/test.sh builds the same venv).
+    "pip install fathom-rlm": _REGISTRY,
+    "pip install gsm8k-multireward": _REGISTRY,
+    "pip install 'gsm8k-multireward[hub]'": _REGISTRY,
+    "pip install 'gsm8k-multireward[verifiers]'": _REGISTRY,
+    "pip install 'gsm8k-multireward[trl]'": _REGISTRY,
+    "pip install 'fathom-rlm[verifiers]'": _REGISTRY,
+    "pip install 'fathom-rlm[trl]'": _REGISTRY,
+    "pip install './environments/fathom_rlm[verifiers]'": _REGISTRY,
+    'pip install "fathom-rlm[openenv]"': _REGISTRY,
+    'pip install "gsm8k-multireward[openenv]"': _REGISTRY,
+    "python -m pip install uv": _REGISTRY,
+    "uv lock": "resolves against a package registry; the lock file is committed",
+    "uv venv .venvs/verifiers-0.4.0": "the verifiers 0.4.0 venv recipe: the next lines install",
+    (
+        "uv pip sync --python .venvs/verifiers-0.4.0/bin/python ci/requirements/verifiers-0.4.0.txt"
+    ): _REGISTRY,
+    (
+        "uv pip install --python .venvs/verifiers-0.4.0/bin/python --no-deps -e "
+        "environments/gsm8k_multireward -e environments/fathom_rlm"
+    ): "part of the verifiers 0.4.0 venv recipe (after the registry install)",
+    "uv pip install -e 'path/to/environments/fathom_rlm[verifiers]'": _PRIME_RL,
+    "uv pip install -e 'environments/gsm8k_multireward[verifiers]'": _PRIME_RL,
+    # prime-rl's own commands.
+    "uv run rl @ file.toml --dry-run": _PRIME_RL,
+    "uv run sft @ orchestrator_configs/prime-rl/fathom-rlm-sft.toml": _PRIME_RL,
+    "uv run env-server": _PRIME_RL,
+    # The suite, or parts of it.
+    "uv run pytest -m reward_audit": _SUITE,
+    "uv run pytest tests/test_installs.py": _SUITE,
+    "uv run pytest tests/fathom_rlm/adapters/test_fathom_adapters_trl.py": _SUITE,
+    (
+        "TRL_PYTHON=.venvs/trl/bin/python uv run pytest tests/envtools/test_gdpo.py "
+        "tests/envtools/test_trl_launch_config.py tests/gsm8k_multireward/test_adapters_trl.py "
+        "tests/fathom_rlm/adapters/test_fathom_adapters_trl.py tests/integration/test_trl_launch.py"
+    ): _SUITE,
+    # Measurements and studies of minutes on 2 cores (the numbers in the docs come from them).
+    "uv run python -m envtools.evaluate --split heldout --n 60 --doc-tokens 200000": _LONG,
+    (
+        "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 200000 "
+        "--policies fathom-code-only,fathom-grep-only"
+    ): _LONG,
+    "uv run python benchmarks/fathom_documents.py": _LONG,
+    "uv run python benchmarks/fathom_documents.py --cues 20 --tokens 200000": _LONG,
+    "uv run python benchmarks/fathom_documents.py --subjects 20 --tokens 200000": _LONG,
+    "uv run python benchmarks/fathom_documents.py --naive 5 --tokens 64000": _LONG,
+    "uv run python benchmarks/fathom_documents.py --baselines 20 --tokens 16000": _LONG,
+    "uv run python benchmarks/fathom_documents.py --baselines 4 --tokens 200000": _LONG,
+    "uv run python benchmarks/fathom_sandbox.py": _LONG,
+    "uv run python benchmarks/fathom_sandbox.py --loop-lag-only": _LONG,
+    (
+        "uv run python benchmarks/fathom_sandbox.py --sessions 30 --calls 100 --fresh-calls 3 "
+        "--alive 256"
+    ): _LONG,
+    "uv run python benchmarks/fathom_rollout.py --doc-tokens 200000": _LONG,
+    "uv run python benchmarks/fathom_rollout.py --doc-tokens 16000": _LONG,
+    "uv run python benchmarks/fathom_soak.py --rollouts 1000 --concurrency 64": _LONG,
+    (
+        "uv run python benchmarks/fathom_soak.py --rollouts 300 --concurrency 32 --faults "
+        "drop=0.01,error=0.01,malformed=0.03,empty=0.01,slow=0.02,slow_s=2 --cancel-every 25 "
+        "--kill-workers 10 --kill-fork-servers 2"
+    ): _LONG,
+    (
+        "uv run python benchmarks/fathom_harness_launch.py --compare-null --python "
+        ".venvs/verifiers-0.4.0/bin/python"
+    ): _LONG,
+    (
+        "uv run python benchmarks/fathom_harness_launch.py --rollouts 20 --compare-null "
+        "--python .venvs/verifiers-0.4.0/bin/python"
+    ): _LONG,
+    (
+        ".venvs/verifiers-0.4.0/bin/python benchmarks/serving_pool.py --env fathom-rlm "
+        "--base-url URL --num-examples 16 --rollouts 4"
+    ): _LONG,
+    "uv run python -m envtools.policies.fathom.calibrate --n 150 --doc-tokens 200000": _LONG,
+    "uv run python -m envtools.policies.fathom.class_labeler": _LONG,
+    (
+        "uv run python -m envtools.policies.fathom.keyword_solver --split heldout "
+        "--doc-tokens 200000"
+    ): _LONG,
+    "uv run python -m envtools.policies.fathom.keyword_solver --split heldout --doc-tokens N": (
+        _LONG
+    ),
+    (
+        "uv run python -m envtools.policies.fathom.keyword_solver --split heldout --doc-tokens N "
+        "--next-sentence-cues"
+    ): _LONG,
+    (
+        "uv run python -m envtools.policies.fathom.follower_frequency --split heldout "
+        "--doc-tokens N"
+    ): _LONG,
+    (
+        "uv run python -m envtools.policies.fathom.group_constraint --split heldout "
+        "--doc-tokens 16000"
+    ): _LONG,
+    (
+        "uv run python -m envtools.policies.fathom.group_constraint --split heldout "
+        "--doc-tokens N [--limit 200] --diagnose"
+    ): _LONG,
+    "uv run python -m envtools.policies.fathom.verdict_probe --doc-tokens N --docs D": _LONG,
+    "uv run python -m envtools.policies.fathom.position_tell --doc-tokens N": _LONG,
+    "uv run python -m envtools.policies.fathom.value_tells --doc-tokens 16000": _LONG,
+    (
+        "uv run python -m fathom_rlm.documents.tasks.predictability --split train "
+        "--aggregation-only --n 2500 --held-n 1000"
+    ): _LONG,
+    "uv run python -m fathom_rlm.documents.tasks.predictability --split train --null 200": _LONG,
+    "uv run python -m envtools.sft_export --out FILE.jsonl": (
+        "a synopsis (FILE.jsonl: the file to write); the docs/training.md export runs here"
+    ),
+    # Commands whose run here would repeat one that runs (verifiers' CLIs take 15 s to start).
+    (
+        "uv run eval fathom-rlm -m MODEL --client.base-url URL --env.taskset.doc-tokens 16000 "
+        "-n 8 --no-serve --no-push"
+    ): _SAME + "eval-in-process (the README's form, with the key variable)",
+    (
+        "uv run eval fathom-rlm -m MODEL --client.base-url URL --env.taskset.doc-tokens 16000 "
+        "-n 8 --serve.pool.type static --serve.pool.num-workers 4 --no-push"
+    ): _SAME + "eval-env-server-pool (the README's form, with the key variable)",
+    (
+        "SOME_VAR=scripted uv run vf-eval fathom-rlm -m fathom-reference -b "
+        """http://127.0.0.1:PORT/v1 -k SOME_VAR -n 5 -r 2 -a '{"doc_tokens": 16000}' -s"""
+    ): _SAME + "vf-eval-legacy (plus -s, which saves the results)",
+    (
+        "POLICY_KEY=scripted .venvs/verifiers-0.4.0/bin/vf-eval fathom-rlm -m fathom-reference "
+        "--client.base-url http://127.0.0.1:PORT/v1 --client.api-key-var POLICY_KEY -n 5 -r 2 "
+        "--env.taskset.doc-tokens 16000 --no-push"
+    ): _SAME + "vf-eval-v1",
+    (
+        ".venvs/verifiers-0.4.0/bin/vf-validate fathom-rlm -n 3 --rich false --runtime.type "
+        "subprocess --taskset.doc-tokens 16000"
+    ): (
+        "27 s on the 0.4.0 venv; the workspace's validate runs here (gsm8k-validate) and "
+        "the fathom task checks run in tests/fathom_rlm/adapters"
+    ),
+    (
+        "uv run eval fathom-rlm -m <model> --client.base-url <url> --client.api-key-var "
+        "<API_KEY_VAR> -n 5 -r 2 --env.taskset.doc-tokens 16000 --no-push"
+    ): (
+        "45 s here; the same CLI, model flags and document length run in eval-in-process "
+        "and eval-env-server-pool (-n 8)"
+    ),
+    "uv run eval fathom-rlm --help": _HELP,
+    "uv run vf-eval --help": _HELP,
+    "uv run eval gsm8k-multireward --help": _HELP,
+    # Placeholders for arguments given in full next to them, or mentions in prose.
+    "uv run python -m envtools.policy_server --fathom-doc-tokens 16000": _SAME + "policy-server",
+    "python scripts/validate_prime_rl.py --prime-rl PATH": "needs a prime-rl checkout",
+    (
+        "uv run python -m gsm8k_multireward.adapters.openenv --port 8000 --data PATH/TO/gsm8k.jsonl"
+    ): "needs the GSM8K data from the hub (PATH/TO stands for where it was saved)",
+    (
+        "python -m gsm8k_multireward.adapters.openenv --port 8000 --data <gsm8k.jsonl>"
+    ): "after `pip install gsm8k-multireward[openenv]` (registry), with GSM8K data from the hub",
+    (
+        "python -m fathom_rlm.adapters.openenv --port 8000 --llm-base-url <url> --llm-model <model>"
+    ): "after `pip install fathom-rlm[openenv]` (registry); the openenv-server run starts it",
+    "uv run python -m fathom_rlm.adapters.openenv ...": _SAME + "openenv-server",
+    "uv run eval gsm8k-multireward ...": _MENTION,
+    "uv run eval": _MENTION,
+    "python -I -S": "how the sandbox starts its worker interpreter (a description, not a command)",
+    'python -X importtime -c "import openenv.core.env_server.http_server"': (
+        "how an import cost was measured (a diagnostic, not a command of the project)"
+    ),
 }
 
 
@@ -338,11 +567,26 @@ def _port_free(port: int) -> bool:
 
 def _substitute(command: str, url: str) -> str:
     """The placeholders of an endpoint command, filled in for the scripted policy server."""
-    values = {"MODEL": ENDPOINT_MODEL, "URL": url, "KEY_VAR": KEY_VAR}
-    command = re.sub(r"(?<![\w-])(MODEL|URL|KEY_VAR)(?![\w-])", lambda m: values[m[1]], command)
+    values = {"MODEL": ENDPOINT_MODEL, "NAME": ENDPOINT_MODEL, "URL": url, "KEY_VAR": KEY_VAR}
+    command = command.replace("http://127.0.0.1:PORT/v1", url)
+    pattern = r"(?<![\w-])(MODEL|NAME|URL|KEY_VAR)(?![\w-])"
+    command = re.sub(pattern, lambda m: values[m[1]], command)
     for name, value in (("<model>", ENDPOINT_MODEL), ("<url>", url), ("<API_KEY_VAR>", KEY_VAR)):
         command = command.replace(name, value)
     return command
+
+
+def _matrix_venv(spec: Run) -> Path | None:
+    """The matrix venv a command runs from (scripts/test.sh builds it), or None."""
+    if not spec.venv:
+        return None
+    python = os.environ.get(spec.venv)
+    if not python or not Path(python).is_file():
+        reason = f"${spec.venv} names no interpreter: scripts/test.sh builds that venv"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return Path(python).parents[1]
 
 
 def _path(spec: Run) -> str:
@@ -358,14 +602,8 @@ def _path(spec: Run) -> str:
     entries.insert(0, str(Path(uv).parent))
     if spec.venv == "":
         entries.insert(0, venv_bin)
-    elif spec.venv is not None:
-        python = os.environ.get(spec.venv)
-        if not python or not Path(python).is_file():
-            reason = f"${spec.venv} names no interpreter: scripts/test.sh builds that venv"
-            if os.environ.get("CI") == "true":
-                pytest.fail(reason)
-            pytest.skip(reason)
-        entries.insert(0, str(Path(python).parent))
+    elif (venv := _matrix_venv(spec)) is not None:
+        entries.insert(0, str(venv / "bin"))
     return os.pathsep.join(entries)
 
 
@@ -439,6 +677,9 @@ def test_documented_command_runs_as_written(
     copy = tmp_path / "repo"
     shutil.copytree(ROOT, copy, ignore=COPY_IGNORE, symlinks=True)
     path = _path(spec)
+    if (venv := _matrix_venv(spec)) is not None:  # where the docs name it: .venvs/<name>
+        (copy / ".venvs").mkdir()
+        (copy / ".venvs" / venv.name).symlink_to(venv)
     commands = list(spec.commands)
     if spec.endpoint:
         url = request.getfixturevalue("endpoint_url")
@@ -485,3 +726,100 @@ def test_documented_command_runs_as_written(
     output = log.read_text(encoding="utf-8", errors="replace")
     for text in spec.says:
         assert text in output, f"{name} did not print {text!r}:\n{output[-3000:]}"
+
+
+# ------------------------------------------------------------ the arguments of those not run
+
+PARSE_URL = "http://127.0.0.1:8000/v1"
+# Placeholders the docs write for numbers given beside the command.
+NUMBERS = {"N": "16000", "D": "20"}
+PROJECT_MODULE = re.compile(r"(envtools|fathom_rlm|gsm8k_multireward)(\.\w+)+$")
+PROJECT_SCRIPT = re.compile(r"(benchmarks|scripts)/\w+\.py$")
+
+
+def _project_call(command: str) -> tuple[str, list[str]] | None:
+    """(module or script, arguments) when a command runs a Python program of this repository.
+
+    Placeholders become values its parser accepts; `[...]` (an optional argument of a synopsis)
+    is parsed as given.
+    """
+    words = shlex.split(_substitute(command, PARSE_URL), comments=True)
+    for i, word in enumerate(words[:-1]):
+        if word not in ("python", "python3") and not word.endswith("/bin/python"):
+            continue
+        program, args = (
+            (words[i + 2], words[i + 3 :])
+            if words[i + 1] == "-m"
+            else (
+                words[i + 1],
+                words[i + 2 :],
+            )
+        )
+        if PROJECT_MODULE.match(program) or PROJECT_SCRIPT.match(program):
+            return program, [NUMBERS.get(a, a).strip("[]") for a in args]
+    return None
+
+
+def _module(program: str) -> object:
+    if program.endswith(".py"):
+        spec = importlib.util.spec_from_file_location(
+            f"documented_{Path(program).stem}", ROOT / program
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return importlib.import_module(program)
+
+
+# Programs whose documented arguments another test passes them, where importing them is slow.
+PARSED_ELSEWHERE = {
+    "gsm8k_multireward.adapters.openenv": (
+        "tests/gsm8k_multireward/test_openenv.py starts it with --port and --data "
+        "(openenv-core takes some 15 s to import)"
+    ),
+    "fathom_rlm.adapters.openenv": "the openenv-server run here starts it with these arguments",
+}
+PARSED = [
+    command
+    for command in NOT_RUN
+    if (call := _project_call(command)) is not None and call[0] not in PARSED_ELSEWHERE
+]
+
+
+def test_commands_not_run_are_parse_checked() -> None:
+    """Every command of this repository among those not run has its arguments checked."""
+    assert len(PARSED) > 30, "no project commands found among those not run"
+
+
+@pytest.mark.parametrize("command", PARSED)
+def test_arguments_of_a_command_not_run_parse(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command's own parser accepts the documented arguments (names, types, choices).
+
+    A program without a `build_parser()` (the OpenEnv servers, the predictability report) is
+    asked for `--help` after the documented arguments, which parses them up to that point.
+    """
+    program, args = _project_call(command)  # type: ignore[misc]
+    module = _module(program)
+    build = getattr(module, "build_parser", None) or getattr(module, "_parser", None)
+    if "..." in args:  # the arguments are shown elsewhere: the program is there, and imports
+        assert callable(getattr(module, "main", None)), f"{program} has no main()"
+        return
+    if build is None:
+        run = (
+            [sys.executable, "-m", program]
+            if not program.endswith(".py")
+            else [
+                sys.executable,
+                str(ROOT / program),
+            ]
+        )
+        result = subprocess.run([*run, *args, "--help"], capture_output=True, text=True, cwd=ROOT)
+        assert result.returncode == 0, f"{command}:\n{result.stderr[-2000:]}"
+        return
+    try:
+        build().parse_args(args)
+    except SystemExit as exc:
+        pytest.fail(f"{command}: exit {exc.code}: {capsys.readouterr().err.strip()}")

@@ -32,8 +32,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.agent import RolloutCaps
+from fathom_rlm.documents import SPLIT_SIZES
 
+from envtools import cli
 from envtools.eval_report import (
     CHART_NAME,
     METRIC_KEYS,
@@ -187,77 +190,81 @@ def failure_line(results: dict[str, Any], max_failed_share: float) -> str | None
     )
 
 
-def _parse_names(text: str) -> list[str]:
-    return [n.strip() for n in text.split(",") if n.strip()]
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
         prog="python -m envtools.evaluate",
         description="Evaluate fathom-rlm policies (scripted, or a model behind an OpenAI-"
         "compatible endpoint) on a fixed sample of a split (eval by default); writes a Markdown "
         "report, results.json, rollouts.jsonl and an accuracy-versus-tokens chart.",
     )
-    parser.add_argument("--n", type=int, default=DEFAULT_N, help="tasks (default %(default)s)")
+    parser.add_argument(
+        "--n", type=cli.integer(1), default=DEFAULT_N, help="tasks (default %(default)s)"
+    )
     parser.add_argument(
         "--split",
-        choices=("train", "eval", "heldout"),
+        choices=tuple(SPLIT_SIZES),
         default=SPLIT,
         help="split the tasks are sampled from (default %(default)s)",
     )
     parser.add_argument(
-        "--doc-tokens", type=int, default=DEFAULT_DOC_TOKENS, help="document length in tokens"
+        "--doc-tokens",
+        type=cli.integer(MIN_DOC_TOKENS),
+        default=DEFAULT_DOC_TOKENS,
+        help="document length in tokens",
     )
     parser.add_argument(
         "--policies",
-        type=_parse_names,
+        type=cli.names(fathom.POLICIES, "scripted policy names"),
         default=None,
         help="comma-separated scripted policy names (default: every fathom policy; "
         "none when --model is given)",
     )
-    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
-    parser.add_argument("--seed", type=int, default=0, help="task sample and bootstrap seed")
-    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES)
+    parser.add_argument("--concurrency", type=cli.integer(1), default=DEFAULT_CONCURRENCY)
     parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per rollout"
+        "--seed", type=cli.integer(), default=0, help="task sample and bootstrap seed"
+    )
+    parser.add_argument("--resamples", type=cli.integer(1000), default=DEFAULT_RESAMPLES)
+    parser.add_argument(
+        "--timeout", type=cli.number(0.1), default=DEFAULT_TIMEOUT_S, help="seconds per rollout"
     )
     parser.add_argument(
         "--max-failed-share",
-        type=float,
+        type=cli.number(0.0, 1.0),
         default=0.0,
         help="share of rollouts (0 to 1) that may fail (an error, not a low score) before the "
         "command exits non-zero (default %(default)s: any failure does)",
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--model", help="model name served at --base-url")
-    parser.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://host:8000/v1")
+    parser.add_argument(
+        "--base-url", type=cli.url, help="OpenAI-compatible base URL, e.g. http://host:8000/v1"
+    )
     parser.add_argument(
         "--api-key-var",
         default="OPENAI_API_KEY",
         help="environment variable holding the API key (default %(default)s; a placeholder "
         "key is sent when it is unset, as local servers expect)",
     )
-    parser.add_argument("--temperature", type=float, default=None)
-    parser.add_argument("--max-tokens", type=int, default=None, help="per model call")
+    parser.add_argument("--temperature", type=cli.number(0.0), default=None)
+    parser.add_argument("--max-tokens", type=cli.integer(1), default=None, help="per model call")
     return parser
 
 
-def _usage_error(args: argparse.Namespace) -> str | None:
-    """What is wrong with the arguments taken together, or None."""
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The arguments, each alone and taken together; a usage error (exit 2) otherwise."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if (args.model is None) != (args.base_url is None):
-        return "--model and --base-url go together"
-    if not 0.0 <= args.max_failed_share <= 1.0:
-        return "--max-failed-share must be between 0 and 1"
-    if args.resamples < 1000:
-        return "--resamples must be at least 1000"
-    return None
+        parser.error("--model and --base-url go together")
+    if args.n > SPLIT_SIZES[args.split]:
+        parser.reject("--n", f"at most {SPLIT_SIZES[args.split]} (the {args.split} split)", args.n)
+    if args.out.exists() and not args.out.is_dir():
+        parser.reject("--out", "a directory (it is created when missing)", str(args.out))
+    return args
 
 
 def _contenders(args: argparse.Namespace) -> list[Contender]:
-    """The scripted policies named (all of them without an endpoint) and the endpoint, if any.
-
-    ValueError for an unknown policy name or nothing to evaluate.
-    """
+    """The scripted policies named (all of them without an endpoint) and the endpoint, if any."""
     names = args.policies
     if names is None:
         names = [] if args.model else list(fathom.POLICIES)
@@ -275,8 +282,6 @@ def _contenders(args: argparse.Namespace) -> list[Contender]:
                 timeout_s=args.timeout,
             )
         )
-    if not contenders:
-        raise ValueError("nothing to evaluate")
     return contenders
 
 
@@ -303,15 +308,8 @@ def _run_config(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        problem = _usage_error(args)
-        if problem is not None:
-            raise ValueError(problem)
-        contenders = _contenders(args)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    args = parse_args(argv)
+    contenders = _contenders(args)
     config = _run_config(args, argv, contenders)
     rows = sample_tasks(args.n, doc_tokens=args.doc_tokens, seed=args.seed, split=args.split)
     print(f"evaluating {len(contenders)} policies x {len(rows)} tasks", file=sys.stderr)

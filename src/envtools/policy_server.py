@@ -17,10 +17,11 @@ connections, slow replies, 500s, malformed tool calls and empty messages (see `e
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
+import errno
 import json
+import os
 import signal
 import sys
 import threading
@@ -31,8 +32,12 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
+from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
+
+from envtools import cli
 from envtools.faults import EMPTY_MESSAGE, SERVER_ERROR, FaultInjector, FaultPlan, describe
 from envtools.policies.base import ChatResult, Policy
+from envtools.policies.gsm8k import DATA_ENV_VAR
 from envtools.policies.registry import PolicyFactory, available_policies
 
 HOST = "127.0.0.1"
@@ -422,16 +427,18 @@ async def _serve_forever(port: int, faults: FaultPlan | None = None) -> None:
         await stop.wait()
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
         prog="python -m envtools.policy_server",
         description="Serve the scripted policies as an OpenAI-compatible endpoint on 127.0.0.1. "
         "Prints the base URL on the first line of stdout.",
     )
-    parser.add_argument("--port", type=int, default=0, help="port to bind (0: any free port)")
+    parser.add_argument(
+        "--port", type=cli.integer(0, 65535), default=0, help="port to bind (0: any free port)"
+    )
     parser.add_argument(
         "--fathom-doc-tokens",
-        type=int,
+        type=cli.integer(MIN_DOC_TOKENS),
         action="append",
         metavar="N",
         help="document length(s) of the fathom-rlm runs to serve (default 200000): the scripted "
@@ -439,21 +446,34 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--faults",
-        type=FaultPlan.parse,
+        type=cli.checked(FaultPlan.parse, "name=value pairs of envtools.faults"),
         default=None,
         metavar="SPEC",
         help="for robustness tests only: inject faults into chat completions, e.g. "
         "'drop=0.02,slow=0.05,slow_s=1.5,error=0.02,malformed=0.05,empty=0.01,seed=0' "
         "(per-request probabilities; see envtools.faults)",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
+    data = os.environ.get(DATA_ENV_VAR)
+    if data:
+        parser.require_file(f"${DATA_ENV_VAR}", data, "GSM8K JSONL the gsm8k policies answer from")
     if args.fathom_doc_tokens:
         from envtools.policies import fathom
 
         fathom.TASKS.autoload_doc_tokens = tuple(args.fathom_doc_tokens)
     if args.faults is not None:
         print(f"injecting faults: {describe(args.faults)}", file=sys.stderr, flush=True)
-    asyncio.run(_serve_forever(args.port, args.faults))
+    try:
+        asyncio.run(_serve_forever(args.port, args.faults))
+    except OSError as exc:
+        if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
+            raise
+        parser.reject("--port", f"a port this user may bind on {HOST} ({exc.strerror})", args.port)
 
 
 if __name__ == "__main__":

@@ -41,12 +41,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutCaps, ToolSchema, run_rollout
 from fathom_rlm.agent.turns import normalize_assistant
-from fathom_rlm.documents import build_split, get_document, normalize_answer
+from fathom_rlm.documents import SPLIT_SIZES, build_split, get_document, normalize_answer
 from fathom_rlm.rewards import REWARD_NAME, RewardConfig, score_rollout
 
+from envtools import cli
 from envtools.evaluate import registered_tasks
+from envtools.policies import fathom
 from envtools.policies.base import Policy
 from envtools.policies.fathom.protocol import parse_sub_answer
 from envtools.policies.registry import get_policy
@@ -279,28 +282,43 @@ def select_rows(
     ]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
         prog="python -m envtools.sft_export", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--policy", default="fathom-reference", help="a scripted fathom policy")
-    parser.add_argument("--split", default="train", choices=("train", "eval", "heldout"))
-    parser.add_argument("--n", type=int, default=16, help="tasks: the split's first n rows")
-    parser.add_argument("--doc-tokens", type=int, default=16_000)
-    parser.add_argument("--min-reward", type=float, default=0.5)
+    parser.add_argument(
+        "--policy", default="fathom-reference", choices=fathom.POLICIES, help="a scripted policy"
+    )
+    parser.add_argument("--split", default="train", choices=tuple(SPLIT_SIZES))
+    parser.add_argument("--n", type=cli.integer(1), default=16, help="the split's first n rows")
+    parser.add_argument("--doc-tokens", type=cli.integer(MIN_DOC_TOKENS), default=16_000)
+    parser.add_argument("--min-reward", type=cli.number(0.0, 1.0), default=0.5)
     parser.add_argument("--format", choices=FORMATS, default="trl")
-    parser.add_argument("--roles", default="root,sub", help="root, sub or both (comma-separated)")
-    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument(
+        "--roles",
+        type=cli.names(("root", "sub"), "roles"),
+        default=["root", "sub"],
+        help="root, sub or both (comma-separated)",
+    )
+    parser.add_argument("--concurrency", type=cli.integer(1), default=2)
     parser.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
     return parser
 
 
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The arguments, each alone and taken together; a usage error (exit 2) otherwise."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.n > SPLIT_SIZES[args.split]:
+        parser.reject("--n", f"at most {SPLIT_SIZES[args.split]} (the {args.split} split)", args.n)
+    if args.out.is_dir():
+        parser.reject("--out", "a file path (a directory is there)", str(args.out))
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    roles = [r.strip() for r in args.roles.split(",") if r.strip()]
-    if not roles or set(roles) - {"root", "sub"}:
-        print(f"error: --roles takes root and/or sub, got {args.roles!r}", file=sys.stderr)
-        return 2
+    args = parse_args(argv)
+    roles = args.roles
     rows = build_split(args.split, args.n, doc_tokens=args.doc_tokens)
     chat = policy_chat(get_policy(args.policy))
     rollouts = asyncio.run(export_rollouts(rows, chat, concurrency=args.concurrency))

@@ -29,7 +29,6 @@ Checking a file needs no TRL; building the trainer does (a separate venv: docs/t
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import importlib
 import json
@@ -40,6 +39,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from envtools import cli
 
 ADVANTAGE_AGGREGATION: dict[str, str] = {
     "gdpo": "normalize_then_sum",
@@ -282,8 +283,8 @@ def train(config: LaunchConfig) -> list[dict[str, Any]]:
         launch.environment.close()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
         prog="python -m envtools.trl_launch", description=__doc__.split("\n", 1)[0]
     )
     parser.add_argument("config", type=Path, help="the launcher TOML file")
@@ -292,7 +293,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="validate the file (and, with TRL installed, its [trainer] field names); no training",
     )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     options = parser.parse_args(argv)
+    parser.require_file("config", options.config, "a launcher TOML file")
     try:
         config = load_config(options.config)
         if options.check:
@@ -303,10 +310,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 + ("" if checked else "; [trainer] names not checked: TRL is not installed here")
             )
             return 0
-        train(config)
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        parser.error(f"argument config: {exc}")
+    train(config)
     return 0
 
 

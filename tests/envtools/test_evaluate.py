@@ -332,5 +332,7 @@ def test_command_line_with_a_model_and_a_policy(tmp_path: Path, capsys: Any) -> 
         "fathom-closed-book": "scripted",
         "fathom-reference": "model",
     }
-    assert evaluate.main(["--policies", "no-such-policy", "--out", str(tmp_path)]) == 2
-    assert evaluate.main(["--model", "x", "--out", str(tmp_path)]) == 2
+    for bad in (["--policies", "no-such-policy"], ["--model", "x"]):
+        with pytest.raises(SystemExit) as usage_error:
+            evaluate.main([*bad, "--out", str(tmp_path)])
+        assert usage_error.value.code == 2

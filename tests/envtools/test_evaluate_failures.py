@@ -70,7 +70,9 @@ def test_a_failed_share_within_the_limit_exits_zero(tmp_path: Path, capsys: Any)
     assert code == 0  # 3 of 6 failed: exactly the allowed share
     assert (tmp_path / CHART_NAME).exists()  # closed-book completed: there is a point to draw
     assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
-    assert run_main(tmp_path, "--max-failed-share", "1.5") == 2
+    with pytest.raises(SystemExit) as usage_error:
+        run_main(tmp_path, "--max-failed-share", "1.5")
+    assert usage_error.value.code == 2
 
 
 def test_failure_line_reports_counts_and_the_first_error() -> None:

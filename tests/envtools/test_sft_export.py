@@ -184,8 +184,13 @@ def test_command_writes_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     lines = out.read_text().splitlines()
     assert lines and all(json.loads(line)["messages"] for line in lines)
     assert "2 rollouts: 2 kept" in capsys.readouterr().out
-    # A threshold nothing reaches writes no rows and fails loudly.
-    assert sft_export.main([*argv[:-2], "--min-reward", "1.01", "--out", str(out)]) == 1
+    # A policy whose rollouts all score under the threshold writes no rows and fails loudly.
+    assert sft_export.main([*argv, "--policy", "fathom-closed-book"]) == 1
+    assert out.read_text() == ""
+    # A threshold above the reward's range is a usage error.
+    with pytest.raises(SystemExit) as usage_error:
+        sft_export.main([*argv, "--min-reward", "1.01"])
+    assert usage_error.value.code == 2
 
 
 def _without_nulls(value: Any) -> Any:

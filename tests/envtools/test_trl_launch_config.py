@@ -151,11 +151,15 @@ def test_the_command_line_reports_errors_and_exits_2(
         'model = "m"\nadvantage = "gdpo"\n[env]\nid = "gsm8k-multireward"\n'
         'reward_keys = ["correct_answer"]\nreward_weights = [1.0, 2.0]\n'
     )
-    assert main([str(bad), "--check"]) == 2
+    with pytest.raises(SystemExit) as usage_error:
+        main([str(bad), "--check"])
+    assert usage_error.value.code == 2
     assert f"{bad}: [env] reward_weights has 2 entries" in capsys.readouterr().err
     broken = tmp_path / "broken.toml"
     broken.write_text("model = \n")
-    assert main([str(broken), "--check"]) == 2
+    with pytest.raises(SystemExit) as usage_error:
+        main([str(broken), "--check"])
+    assert usage_error.value.code == 2
     assert str(broken) in capsys.readouterr().err
     assert main([str(EXAMPLES[0]), "--check"]) == 0
     out = capsys.readouterr().out

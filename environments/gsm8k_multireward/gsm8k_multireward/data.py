@@ -20,9 +20,9 @@ def load_examples(config: GSM8KConfig | None = None, *, path: str | None = None)
     ``config.num_examples`` keeps the first N rows.
     """
     config = config or GSM8KConfig()
-    local = _local_file(path, config) if path is not None else None
+    local = _local_file(path, config, "path") if path is not None else None
     if local is None and _looks_local(config.dataset_name):
-        local = _local_file(config.dataset_name, config)
+        local = _local_file(config.dataset_name, config, "dataset_name")
     if local is not None:
         records: Iterable[Mapping[str, Any]] = _read_jsonl(local, config.num_examples)
         source = str(local)
@@ -55,13 +55,26 @@ def _looks_local(name: str) -> bool:
     return name.endswith(".jsonl") or Path(name).is_dir()
 
 
-def _local_file(name: str, config: GSM8KConfig) -> Path:
-    """A JSONL file, or ``<dir>/<dataset_split>.jsonl`` when ``name`` is a directory."""
+ACCEPTS = (
+    "a GSM8K .jsonl file, a directory holding <dataset_split>.jsonl, or a Hugging Face Hub "
+    "dataset id such as openai/gsm8k (needs `datasets` and the network)"
+)
+"""What `dataset_name` takes, as the errors say it."""
+
+
+def _local_file(name: str, config: GSM8KConfig, argument: str) -> Path:
+    """A JSONL file, or ``<dir>/<dataset_split>.jsonl`` when ``name`` is a directory.
+
+    FileNotFoundError in one line naming ``argument`` and what it takes: the verifiers CLIs print
+    the exception's traceback, and its last line is this message."""
     candidate = Path(name)
     if candidate.is_dir():
         candidate = candidate / f"{config.dataset_split}.jsonl"
     if not candidate.is_file():
-        raise FileNotFoundError(f"GSM8K JSONL file not found: {candidate}")
+        raise FileNotFoundError(
+            f"{argument}={name!r}: GSM8K JSONL file not found: {candidate}; "
+            f"{argument} takes {ACCEPTS}"
+        )
     return candidate
 
 
@@ -95,7 +108,17 @@ def _load_hub(config: GSM8KConfig) -> Iterable[Mapping[str, Any]]:
             "pip install 'gsm8k-multireward[hub]' (or pass a local .jsonl path as dataset_name)"
         ) from exc
 
-    dataset = load_dataset(config.dataset_name, config.dataset_subset, split=config.dataset_split)
+    try:
+        dataset = load_dataset(
+            config.dataset_name, config.dataset_subset, split=config.dataset_split
+        )
+    except Exception as exc:  # unreachable hub, unknown id, bad split: one clear line
+        where = f"{config.dataset_name!r} (subset {config.dataset_subset!r}, split "
+        raise FileNotFoundError(
+            f"dataset_name={where}{config.dataset_split!r}) cannot be loaded from the Hugging "
+            f"Face Hub ({type(exc).__name__}: {' '.join(str(exc).split())}); dataset_name "
+            f"takes {ACCEPTS}"
+        ) from None
     if config.num_examples is not None:
         dataset = dataset.select(range(min(config.num_examples, len(dataset))))
     return dataset

@@ -11,17 +11,18 @@ table into the reward config.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.agent import ChatReply, RolloutCaps, run_rollout
 from fathom_rlm.documents import build_split, get_document
 from fathom_rlm.rewards import RewardConfig, oracle_tokens, score_rollout
 
+from envtools import cli
 from envtools.policies.fathom.planner import FathomReference
 
 
@@ -45,11 +46,19 @@ async def measure(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
     return out
 
 
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python -m envtools.policies.fathom.calibrate", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--n", type=cli.integer(1), default=60, help="train rows (default %(default)s)"
+    )
+    parser.add_argument("--doc-tokens", type=cli.integer(MIN_DOC_TOKENS), default=200_000)
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=60, help="train rows (default %(default)s)")
-    parser.add_argument("--doc-tokens", type=int, default=200_000)
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     rows = build_split("train", args.n, doc_tokens=args.doc_tokens)
     costs = asyncio.run(measure(rows))
     if not costs:

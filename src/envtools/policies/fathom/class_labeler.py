@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from envtools import cli
 from envtools.policies.fathom.keyword_solver import (
     CONTRAST_MARKERS,
     CORRECTION_CUES,
@@ -155,13 +156,19 @@ def table_rates(split: str, draws: int = 20_000, seed: int = 0) -> dict[str, flo
     return {rule: n / draws for rule, n in sorted(totals.items())}
 
 
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python -m envtools.policies.fathom.class_labeler",
+        description="each rule's chance of picking the dismissal",
+    )
+    parser.add_argument("--draws", type=cli.integer(1), default=20_000)
+    return parser
+
+
 if __name__ == "__main__":
-    import argparse
     import json
 
-    parser = argparse.ArgumentParser(description="each rule's chance of picking the dismissal")
-    parser.add_argument("--draws", type=int, default=20_000)
-    args = parser.parse_args()
+    args = build_parser().parse_args()
     for split in ("train", "eval", "heldout"):
         rates = table_rates(split, args.draws)
         top = sorted(rates.items(), key=lambda kv: -kv[1])[:5]

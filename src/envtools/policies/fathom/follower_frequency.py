@@ -23,6 +23,9 @@ import math
 import re
 from collections import Counter
 
+from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
+
+from envtools import cli
 from envtools.policies.fathom.keyword_solver import (
     KeywordSolver,
     Text,
@@ -100,12 +103,18 @@ def accuracy_by_family(
     return solve_split(solver, split, doc_tokens, limit)
 
 
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python -m envtools.policies.fathom.follower_frequency",
+        description=__doc__.splitlines()[0],
+    )
+    parser.add_argument("--split", default="heldout", choices=("train", "eval", "heldout"))
+    parser.add_argument("--doc-tokens", type=cli.integer(MIN_DOC_TOKENS), default=200_000)
+    return parser
+
+
 if __name__ == "__main__":
-    import argparse
     import json
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", default="heldout", choices=("train", "eval", "heldout"))
-    parser.add_argument("--doc-tokens", type=int, default=200_000)
-    args = parser.parse_args()
+    args = build_parser().parse_args()
     print(json.dumps(accuracy_by_family(args.split, args.doc_tokens), indent=1))

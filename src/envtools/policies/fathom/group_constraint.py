@@ -40,7 +40,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 
 import numpy as np
+from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 
+from envtools import cli
 from envtools.policies.fathom.class_labeler import (
     ClassLabeler,
     learn_labeler,
@@ -319,18 +321,26 @@ def class_diagnostic(split: str, doc_tokens: int, docs: int | None = None) -> di
     }
 
 
-if __name__ == "__main__":
-    import argparse
-    import json
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python -m envtools.policies.fathom.group_constraint",
+        description=__doc__.splitlines()[0],
+    )
     parser.add_argument("--split", default="heldout", choices=("train", "eval", "heldout"))
-    parser.add_argument("--doc-tokens", type=int, default=200_000)
-    parser.add_argument("--limit", type=int, default=None, help="answer only the first rows")
+    parser.add_argument("--doc-tokens", type=cli.integer(MIN_DOC_TOKENS), default=200_000)
+    parser.add_argument(
+        "--limit", type=cli.integer(1), default=None, help="answer only the first rows"
+    )
     parser.add_argument(
         "--diagnose", action="store_true", help="also check the classes found and the pick"
     )
-    args = parser.parse_args()
+    return parser
+
+
+if __name__ == "__main__":
+    import json
+
+    args = build_parser().parse_args()
     out: dict[str, object] = {
         "accuracy": accuracy_by_family(args.split, args.doc_tokens, args.limit)
     }

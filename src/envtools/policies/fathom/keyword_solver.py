@@ -34,6 +34,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
+
+from envtools import cli
+
 _STARTS = frozenset(
     [
         "The",
@@ -572,25 +576,22 @@ def solve_split(
     return {family: sum(v) / len(v) for family, v in sorted(right.items())}
 
 
+def build_parser() -> cli.ArgumentParser:
+    prog = "python -m envtools.policies.fathom.keyword_solver"
+    parser = cli.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser.add_argument("--split", default="heldout", choices=("train", "eval", "heldout"))
+    parser.add_argument("--doc-tokens", type=cli.integer(MIN_DOC_TOKENS), default=200_000)
+    cues = "drop statements whose next sentence reads as a correction (see the module)"
+    parser.add_argument("--next-sentence-cues", action="store_true", help=cues)
+    exempt = "with --next-sentence-cues: no veto when the next sentence has a contrast marker"
+    parser.add_argument("--contrast-exempt", action="store_true", help=exempt)
+    return parser
+
+
 if __name__ == "__main__":
-    import argparse
     import json
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", default="heldout", choices=("train", "eval", "heldout"))
-    parser.add_argument("--doc-tokens", type=int, default=200_000)
-    parser.add_argument(
-        "--next-sentence-cues",
-        action="store_true",
-        help="drop statements whose next sentence reads as a correction (see the module)",
-    )
-    parser.add_argument(
-        "--contrast-exempt",
-        action="store_true",
-        help="with --next-sentence-cues: no veto when the next sentence has a contrast marker",
-    )
-    args = parser.parse_args()
-    result = accuracy_by_family(
-        args.split, args.doc_tokens, args.next_sentence_cues, contrast_exempt=args.contrast_exempt
-    )
+    args = build_parser().parse_args()
+    cues, exempt = args.next_sentence_cues, args.contrast_exempt
+    result = accuracy_by_family(args.split, args.doc_tokens, cues, contrast_exempt=exempt)
     print(json.dumps(result, indent=1))

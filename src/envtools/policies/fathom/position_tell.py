@@ -25,6 +25,9 @@ from __future__ import annotations
 import bisect
 import re
 
+from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
+
+from envtools import cli
 from envtools.policies.fathom.group_constraint import FollowerGroups, labelled_groups
 from envtools.policies.fathom.keyword_solver import Text
 
@@ -77,14 +80,19 @@ def position_gap(split: str, doc_tokens: int, docs: int | None = None) -> dict[s
     }
 
 
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python -m envtools.policies.fathom.position_tell", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--doc-tokens", type=cli.integer(MIN_DOC_TOKENS), default=16_000)
+    parser.add_argument("--docs", type=cli.integer(1), default=600, help="documents per split")
+    return parser
+
+
 if __name__ == "__main__":
-    import argparse
     import json
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--doc-tokens", type=int, default=16_000)
-    parser.add_argument("--docs", type=int, default=600, help="documents per split")
-    args = parser.parse_args()
+    args = build_parser().parse_args()
     train = position_gap("train", args.doc_tokens, args.docs)
     direction = max(("latest", "earliest"), key=lambda k: train[k])
     heldout = position_gap("heldout", args.doc_tokens, args.docs)

@@ -30,6 +30,9 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
+from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
+
+from envtools import cli
 from envtools.policies.fathom.group_constraint import FollowerGroups, labelled_groups
 from envtools.policies.fathom.keyword_solver import _YEAR, Text
 
@@ -118,13 +121,18 @@ def pick_rate(split: str, doc_tokens: int, rule: ValueRule, docs: int | None = N
     return picked / max(1, n)
 
 
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python -m envtools.policies.fathom.value_tells", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--doc-tokens", type=cli.integer(MIN_DOC_TOKENS), default=16_000)
+    return parser
+
+
 if __name__ == "__main__":
-    import argparse
     import json
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--doc-tokens", type=int, default=16_000)
-    args = parser.parse_args()
+    args = build_parser().parse_args()
     rule = learn_rule(args.doc_tokens)
     print(
         json.dumps(

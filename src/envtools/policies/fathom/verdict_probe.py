@@ -38,9 +38,11 @@ import math
 import random
 from collections import Counter, defaultdict
 
+from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.documents import Document, get_document, split_seeds
 from fathom_rlm.documents.grammar import RETRACTED
 
+from envtools import cli
 from envtools.policies.fathom.keyword_solver import NEGATION_CUES, Text
 
 DESIGNS = ("witness_home", "witness_moves", "subject_home", "subject_moves")
@@ -183,12 +185,19 @@ def probe(doc_tokens: int, docs: int, designs=DESIGNS) -> dict[str, dict[str, fl
     return {d: {"groups": n, "pick_rate": s / max(1, n)} for d, (s, n) in totals.items()}
 
 
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
+        prog="python -m envtools.policies.fathom.verdict_probe", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--doc-tokens", type=cli.integer(MIN_DOC_TOKENS), default=16_000)
+    parser.add_argument(
+        "--docs", type=cli.integer(1), default=20, help="held-out (and train) documents"
+    )
+    return parser
+
+
 if __name__ == "__main__":
-    import argparse
     import json
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--doc-tokens", type=int, default=16_000)
-    parser.add_argument("--docs", type=int, default=20, help="held-out (and train) documents")
-    args = parser.parse_args()
+    args = build_parser().parse_args()
     print(json.dumps(probe(args.doc_tokens, args.docs), indent=1))
