@@ -81,8 +81,10 @@ build_trl_venv
 PATH="$(dirname "$(python -c 'import uv; print(uv.find_uv_bin())')"):$PATH"
 export PATH
 
+# On every core: the slow tests mostly wait on subprocesses (vf-eval, servers, venvs), so they
+# overlap well; pytest-xdist hands each worker the next test as it frees up.
 status=0
-uv run --frozen pytest "$@" || status=$?
+uv run --frozen pytest -n auto "$@" || status=$?
 if [ "$status" -eq 5 ]; then
     echo "error: pytest collected no tests" >&2
     exit 1

@@ -2,8 +2,11 @@
 `[verifiers]` extra brings the adapters.
 
 Every case builds a fresh venv and installs the environment from its local path with
-`uv pip install` (offline: `UV_OFFLINE=1`, so the packages come from uv's cache, which
-`scripts/test.sh` warms through the workspace sync). Then a probe program runs in that venv:
+`uv pip install`, the way `scripts/measure_installs.py` does: from the package registry, with every
+dependency held to the workspace lock's version (so a new upstream release cannot change what is
+tested; uv reuses what its cache holds, so after `uv sync` little or nothing is downloaded). These
+are the only tests that reach beyond loopback, and only to the package registry. Then a probe
+program runs in that venv:
 
 * plain `gsm8k-multireward`: neither verifiers nor datasets is importable; the package imports,
   reads the JSONL fixture and scores completions through math-verify; hub loading and
@@ -17,12 +20,12 @@ Every case builds a fresh venv and installs the environment from its local path 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -109,29 +112,31 @@ print(json.dumps({"verifiers": version("verifiers"), "eager": eager,
 """
 
 
-def uv() -> str:
-    found = shutil.which("uv")
-    if found is None:
-        pytest.fail("`uv` must be on PATH to build the install venvs")
-    return found
-
-
-def install(venv: Path, *requirements: str) -> Path:
-    """A fresh venv with `requirements` installed offline from uv's cache; returns its python."""
-    env = {**os.environ, "UV_OFFLINE": "1"}
-    env.pop("VIRTUAL_ENV", None)
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([uv(), "venv", "--quiet", "--python", base, str(venv)], check=True, env=env)
-    python = venv / "bin" / "python"
-    result = subprocess.run(
-        [uv(), "pip", "install", "--quiet", "--python", str(python), *requirements],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
+def _measure_installs() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "measure_installs", REPO / "scripts" / "measure_installs.py"
     )
-    assert result.returncode == 0, result.stderr[-4000:]
-    return python
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+INSTALLS = _measure_installs()
+
+
+@pytest.fixture(scope="module")
+def constraints(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return INSTALLS.lock_constraints(tmp_path_factory.mktemp("lock") / "constraints.txt")
+
+
+def install(venv: Path, constraints: Path, *requirements: str) -> Path:
+    """A fresh venv with `requirements` installed at the lock's versions; returns its python."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_OFFLINE")}
+    try:
+        return INSTALLS.install(venv, list(requirements), constraints, env)
+    except subprocess.CalledProcessError as exc:
+        pytest.fail(f"uv could not install {requirements}:\n{exc.stderr[-4000:]}")
 
 
 def probe(python: Path, program: str, *args: str) -> dict:
@@ -146,8 +151,8 @@ def probe(python: Path, program: str, *args: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_gsm8k_plain_install_scores_without_verifiers(tmp_path: Path) -> None:
-    python = install(tmp_path / "venv", str(GSM8K))
+def test_gsm8k_plain_install_scores_without_verifiers(tmp_path: Path, constraints: Path) -> None:
+    python = install(tmp_path / "venv", constraints, str(GSM8K))
     out = probe(python, GSM8K_PLAIN, str(FIXTURE))
     assert out["installed_extras"] == []
     assert out["gold"] == "29"
@@ -158,8 +163,10 @@ def test_gsm8k_plain_install_scores_without_verifiers(tmp_path: Path) -> None:
     assert "gsm8k-multireward[verifiers]" in out["errors"]["legacy"]
 
 
-def test_fathom_plain_install_runs_a_rollout_without_verifiers(tmp_path: Path) -> None:
-    python = install(tmp_path / "venv", str(FATHOM))
+def test_fathom_plain_install_runs_a_rollout_without_verifiers(
+    tmp_path: Path, constraints: Path
+) -> None:
+    python = install(tmp_path / "venv", constraints, str(FATHOM))
     out = probe(python, FATHOM_PLAIN)
     assert out["verifiers"] is False
     assert out["repl_output"] and str(out["doc_chars"]) in out["repl_output"][0]
@@ -168,9 +175,13 @@ def test_fathom_plain_install_runs_a_rollout_without_verifiers(tmp_path: Path) -
     assert "fathom-rlm[verifiers]" in out["legacy"]
 
 
-def test_verifiers_extra_brings_the_adapters(tmp_path: Path) -> None:
+def test_verifiers_extra_brings_the_adapters(tmp_path: Path, constraints: Path) -> None:
     python = install(
-        tmp_path / "venv", f"{FATHOM}[verifiers]", f"{GSM8K}[verifiers]", "verifiers==0.3.1"
+        tmp_path / "venv",
+        constraints,
+        f"{FATHOM}[verifiers]",
+        f"{GSM8K}[verifiers]",
+        "verifiers==0.3.1",
     )
     out = probe(python, WITH_VERIFIERS, str(FIXTURE))
     assert out["verifiers"] == "0.3.1"

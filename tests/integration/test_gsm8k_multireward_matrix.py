@@ -217,7 +217,7 @@ def test_verifiers_validate_command_passes_every_gold_answer(
 def test_v1_env_server_pool_matches_in_process(
     matrix: Any, base_url: str, grader: MathGrader, tmp_path: Path
 ) -> None:
-    """verifiers 0.4.0's own env server (`serve_env`, a static pool of 4 workers, each with its
+    """verifiers 0.4.0's own env server (`serve_env`, a static pool of 2 workers, each with its
     own math-verify pool) driven by an `EnvClient` on its loopback address."""
     python = matrix.python("0.4.0")
     runs = tmp_path / "runs.json"
@@ -226,13 +226,13 @@ def test_v1_env_server_pool_matches_in_process(
             python,
             REPO / "benchmarks" / "serving_pool.py",
             *("--env", "gsm8k-multireward", "--base-url", base_url, "--model", "gsm8k-ladder"),
-            *("--workers", "4", "--num-examples", "6", "--rollouts", "1", "--data", FIXTURE),
+            *("--workers", "2", "--num-examples", "6", "--rollouts", "1", "--data", FIXTURE),
             *("--length-reward-weight", str(WEIGHT), "--json-out", runs),
         ],
         cwd=tmp_path,
     )
     (served,) = json.loads(runs.read_text())
-    assert served["workers"] == 4 and served["exitcode"] == 0
+    assert served["workers"] == 2 and served["exitcode"] == 0
     rows = [
         {
             "question": result["data"]["prompt"],
