@@ -225,14 +225,24 @@ class ServingGuard:
             await send({"type": "websocket.send", "text": text})
             await send({"type": "websocket.close", "code": CLOSE_TRY_LATER})
             return
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self.quotas.close_session(client)
+
         try:
-            session = _GuardedSocket(self, receive, send)
+            session = _GuardedSocket(self, receive, send, release)
             await self.app(scope, session.receive, session.send)
         finally:
-            self.quotas.close_session(client)
+            release()
 
-    async def check_message(self, text: str) -> str | None:
-        """None if a `/ws` message may go to the app, else the one-line error to send back."""
+    async def check_message(self, text: str) -> tuple[str | None, Any]:
+        """(None, the message's type) if a `/ws` message may go to the app, else (the one-line
+        error to send back, None)."""
+        kind = None
         try:
             value = await self._parse(text)
             if not isinstance(value, dict):
@@ -246,8 +256,8 @@ class ServingGuard:
                     raise Refused(422, "VALIDATION_ERROR", "`data` must be an object")
                 self._validate(kind, data)
         except Refused as refusal:
-            return ws_error(refusal.code, str(refusal))
-        return None
+            return ws_error(refusal.code, str(refusal)), None
+        return None, kind
 
     # ---------------------------------------------------------------------------- common
 
@@ -290,10 +300,15 @@ class ServingGuard:
 
 
 class _GuardedSocket:
-    """The app's view of one `/ws` connection: checked messages in, idle and life timeouts."""
+    """The app's view of one `/ws` connection: checked messages in, idle and life timeouts.
+    The client's session slot is released as soon as it leaves (a close message or frame), not
+    when openenv-core has finished closing the environment: a client that opens its next
+    session right away must not find its own last one still counted."""
 
-    def __init__(self, guard: ServingGuard, receive: Receive, send: Send) -> None:
-        self.guard, self._receive, self._send = guard, receive, send
+    def __init__(
+        self, guard: ServingGuard, receive: Receive, send: Send, release: Callable[[], None]
+    ) -> None:
+        self.guard, self._receive, self._send, self.release = guard, receive, send, release
         self.started = time.monotonic()
         self.closed = False
 
@@ -312,6 +327,8 @@ class _GuardedSocket:
                 life = settings.max_session_life_s
                 return await self._close(CLOSE_LIFE, "SESSION_LIFE", f"session over {life:g} s")
             if message["type"] != "websocket.receive":
+                if message["type"] == "websocket.disconnect":
+                    self.release()
                 return message
             text = message.get("text")
             if text is None:  # a binary frame: openenv-core reads text only
@@ -319,8 +336,10 @@ class _GuardedSocket:
             if len(text) > settings.max_message_bytes:
                 limit = settings.max_message_bytes
                 return await self._close(CLOSE_TOO_BIG, "TOO_LARGE", f"message over {limit} B")
-            error = await self.guard.check_message(text)
+            error, kind = await self.guard.check_message(text)
             if error is None:
+                if kind == "close":
+                    self.release()
                 return {"type": "websocket.receive", "text": text}
             await self._send({"type": "websocket.send", "text": error})
 
@@ -330,6 +349,7 @@ class _GuardedSocket:
 
     async def _close(self, code: int, error: str, reason: str) -> Message:
         self.closed = True
+        self.release()
         try:
             await self._send({"type": "websocket.send", "text": ws_error(error, reason)})
             await self._send({"type": "websocket.close", "code": code, "reason": reason})
