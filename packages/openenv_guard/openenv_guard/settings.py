@@ -86,9 +86,12 @@ def client_name(token: str) -> str:
 
 def read_tokens(token_file: str | None) -> tuple[str, ...]:
     """The bearer tokens from `OPENENV_TOKEN` and the token file (flag, else
-    `OPENENV_TOKEN_FILE`); blank lines and lines starting with '#' are skipped."""
+    `OPENENV_TOKEN_FILE`, which may be absent when `OPENENV_TOKEN` is set); blank lines and
+    lines starting with '#' are skipped."""
     tokens = [os.environ[TOKEN_VAR].strip()] if os.environ.get(TOKEN_VAR, "").strip() else []
     path = token_file or os.environ.get(TOKEN_FILE_VAR)
+    if path and not token_file and tokens and not Path(path).exists():
+        path = None  # a default file location (a container's) that the token variable replaces
     if path:
         try:
             lines = Path(path).read_text(encoding="utf-8").splitlines()
