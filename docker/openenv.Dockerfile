@@ -1,23 +1,34 @@
-# The OpenEnv server of fathom-rlm or gsm8k-multireward (openenv-core's HTTP + WebSocket app).
-# Configured, not run: no container engine runs where this recipe was written.
+# The OpenEnv server of fathom-rlm or gsm8k-multireward (openenv-core's HTTP + WebSocket app
+# behind openenv-guard). Configured, not run: no container engine runs where this recipe was
+# written.
+#
+# It listens on 0.0.0.0, so it needs bearer tokens: a file with one token per line (one per
+# client) mounted as the secret /run/secrets/openenv_token (or one token in $OPENENV_TOKEN).
+# Without either it refuses to start with a one-line error.
 #
 #   docker build -f docker/openenv.Dockerfile -t rl-envs-openenv .
-#   docker run -p 8000:8000 rl-envs-openenv fathom_rlm.adapters.openenv --host 0.0.0.0 \
-#       --port 8000 --llm-base-url http://POLICY_HOST:8001/v1 --llm-model MODEL
-#   docker run -p 8000:8000 -v /data/gsm8k:/data rl-envs-openenv \
+#   docker run -p 8000:8000 -v "$PWD/tokens.txt:/run/secrets/openenv_token:ro" \
+#       rl-envs-openenv fathom_rlm.adapters.openenv --host 0.0.0.0 --port 8000 \
+#       --llm-base-url http://POLICY_HOST:8001/v1 --llm-model MODEL
+#   docker run -p 8000:8000 -v "$PWD/tokens.txt:/run/secrets/openenv_token:ro" \
+#       -v /data/gsm8k:/data rl-envs-openenv \
 #       gsm8k_multireward.adapters.openenv --host 0.0.0.0 --port 8000 --data /data/test.jsonl
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    PIP_NO_CACHE_DIR=1
+    PIP_NO_CACHE_DIR=1 \
+    OPENENV_TOKEN_FILE=/run/secrets/openenv_token
 
 WORKDIR /srv
-# Only the two environment packages: they install and run without the workspace root.
+# The two environment packages and the guard their `[openenv]` extra needs: they install and
+# run without the workspace root.
+COPY packages/openenv_guard /srv/packages/openenv_guard
 COPY environments/fathom_rlm /srv/environments/fathom_rlm
 COPY environments/gsm8k_multireward /srv/environments/gsm8k_multireward
 RUN python -m pip install uv \
     && python -m uv pip install --system \
+        /srv/packages/openenv_guard \
         "/srv/environments/fathom_rlm[openenv]" \
         "/srv/environments/gsm8k_multireward[openenv]"
 

@@ -232,3 +232,42 @@ def openenv_server(tmp_path: Path) -> Iterator[Callable[..., OpenEnvServer]]:
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def module_openenv_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., OpenEnvServer]]:
+    """`openenv_server` shared by a module's tests (one start-up, ~10 s of CPU, per module)."""
+    started: list[OpenEnvServer] = []
+
+    def start(argv: list[str], **extra_env: str) -> OpenEnvServer:
+        tmp = tmp_path_factory.mktemp("server-tmp")
+        started.append(OpenEnvServer(argv, tmp, extra_env))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def start_failure(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., str]:
+    """Run a server command's `main(argv)` in-process with `environ` set (and no bearer token
+    unless given): it must exit 2 with one line on stderr before binding; returns the line."""
+
+    def run(main: Callable[[list[str]], None], argv: list[str], environ: dict[str, str]) -> str:
+        for name in ("OPENENV_TOKEN", "OPENENV_TOKEN_FILE"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in environ.items():
+            monkeypatch.setenv(name, value)
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("error: ")
+        return err
+
+    return run

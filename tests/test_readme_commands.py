@@ -151,6 +151,13 @@ RUNS: dict[str, Run] = {
         endpoint=True,
         expect={"outputs/*/traces.jsonl": 8},
     ),
+    "openenv-soak": Run(
+        (
+            "uv run python -m envtools.openenv_soak --data "
+            "tests/gsm8k_multireward/fixtures/adapters.jsonl --sessions 500",
+        ),
+        says=('"honest_failed": 0', '"hostile_not_refused": []'),
+    ),
     "openenv-server": Run(
         (
             "uv run python -m fathom_rlm.adapters.openenv --port 8000 --llm-base-url URL "
@@ -346,9 +353,17 @@ NOT_RUN: dict[str, str] = {
         "docker pulls a base image and packages (network); configured, not run"
     ),
     (
-        "docker run -p 8000:8000 fathom-openenv fathom_rlm.adapters.openenv --host 0.0.0.0 "
-        "--port 8000 --llm-base-url http://POLICY_HOST:8001/v1 --llm-model MODEL"
+        'docker run -p 8000:8000 -v "$PWD/tokens.txt:/run/secrets/openenv_token:ro" '
+        "fathom-openenv fathom_rlm.adapters.openenv --host 0.0.0.0 --port 8000 "
+        "--llm-base-url http://POLICY_HOST:8001/v1 --llm-model MODEL"
     ): "needs the image docker build makes",
+    (
+        "uv run python -m envtools.pool_eval --env fathom-rlm --base-url URL --workers 3 "
+        "--num-examples 8 --rollouts 2 --doc-tokens 16000"
+    ): (
+        "tests/fathom_rlm/adapters/test_fathom_pool_dead_worker.py runs this command against "
+        "the scripted policy server and kills a worker under it"
+    ),
     "python scripts/validate_prime_rl.py --prime-rl PATH/TO/prime-rl --python python3.12": (
         "needs a prime-rl checkout and its Python 3.12 venv"
     ),

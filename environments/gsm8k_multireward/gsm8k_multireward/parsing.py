@@ -24,13 +24,35 @@ THINK_CLOSE = "</think>"
 # ``\\}``, ``\\\\``) must be consumed before its brace is seen as structure.
 _TOKENS = re.compile(r"\\boxed\s*\{|\\.|[{}]", re.DOTALL)
 _BOX_OPEN = re.compile(r"\\boxed\s*\{")
+# Searches over a long completion go in steps of this many characters: on a worker thread, each
+# step is one call that holds the interpreter lock, so other threads (a server's event loop) get
+# it back between steps instead of after a single scan of megabytes.
+_STEP = 1 << 20
+
+
+def _find(text: str, needle: str) -> int:
+    """``text.find(needle)``, in steps."""
+    for start in range(0, len(text), _STEP):
+        found = text.find(needle, start, start + _STEP + len(needle) - 1)
+        if found >= 0:
+            return found
+    return -1
+
+
+def _rfind(text: str, needle: str) -> int:
+    """``text.rfind(needle)``, in steps from the end."""
+    for end in range(len(text), 0, -_STEP):
+        found = text.rfind(needle, max(0, end - _STEP - len(needle) + 1), end)
+        if found >= 0:
+            return found
+    return -1
 
 
 def answer_region(completion: str) -> str | None:
     """The part of the completion that may hold the final answer, or None if unfinished."""
-    cut = completion.rfind(THINK_CLOSE)
+    cut = _rfind(completion, THINK_CLOSE)
     tail = completion if cut < 0 else completion[cut + len(THINK_CLOSE) :]
-    if THINK_OPEN in tail:
+    if _find(tail, THINK_OPEN) >= 0:
         # A reasoning block opened and never closed: the model did not finish thinking.
         return None
     return tail

@@ -6,6 +6,8 @@ Every function is pure except for the grader call; the names of the returned com
 
 from __future__ import annotations
 
+import asyncio
+
 from gsm8k_multireward.config import GSM8KConfig
 from gsm8k_multireward.grading import MathGrader
 from gsm8k_multireward.parsing import extract_answer
@@ -14,6 +16,8 @@ CORRECT_ANSWER = "correct_answer"
 LENGTH_REWARD = "length_reward"
 REWARD = "reward"
 REWARD_COMPONENTS = (CORRECT_ANSWER, LENGTH_REWARD)
+OFF_LOOP_CHARS = 64_000
+"""Longer completions are parsed on a worker thread, so a server's other sessions go on."""
 
 
 def completion_tokens(text: str, reported_tokens: int | None, chars_per_token: float) -> float:
@@ -74,6 +78,10 @@ async def ascore_completion(
     config: GSM8KConfig,
     reported_tokens: int | None = None,
 ) -> dict[str, float]:
-    """Async ``score_completion``."""
-    correct = await grader.agrade(extract_answer(completion), gold)
+    """Async ``score_completion``; a long completion is parsed off the event loop."""
+    if len(completion) > OFF_LOOP_CHARS:
+        answer = await asyncio.to_thread(extract_answer, completion)
+    else:
+        answer = extract_answer(completion)
+    correct = await grader.agrade(answer, gold)
     return _components(correct, completion, config, reported_tokens)

@@ -41,10 +41,8 @@ def server(openenv_server: Any, kit: Any, policy_url: str) -> Any:
         [
             "fathom_rlm.adapters.openenv",
             *("--llm-base-url", policy_url, "--llm-model", POLICY),
-            *("--llm-api-key-var", "FATHOM_TEST_KEY"),
             *("--doc-tokens", str(kit.doc_tokens), "--num-examples", str(NUM_EXAMPLES)),
         ],
-        FATHOM_TEST_KEY="scripted",
     )
 
 

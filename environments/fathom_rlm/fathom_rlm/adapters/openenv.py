@@ -13,6 +13,12 @@ Each session owns its sandbox, caps and sub-call budget (its own `RolloutTools`)
 that disconnects is closed by openenv-core, which closes its sandbox. The sandbox fork server
 and scratch root belong to the server process (`fathom_rlm.serving`) and close with it.
 
+The server runs behind `openenv_guard` (bearer tokens, per-client sessions, size, depth and
+argument checks, idle and life timeouts: see docs/serving.md). Each session's sub-calls are
+charged, before they are sent, to its own endpoint-token budget and to its client's quotas; a
+refused sub-call is an `Error:` output the model sees, and the episode goes on. The endpoint's
+API key is sent only for sessions that presented a valid token.
+
 Token accounting: send the usage your endpoint reported for the model call that produced the
 action (`usage`, on the first call of a reply: `call_index == 0`) and root tokens are counted
 exactly as in the in-process loop; without it they are estimated (characters / 4) from what the
@@ -33,13 +39,29 @@ import httpx
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation, State
+from openenv_guard import (
+    ClientQuotas,
+    GuardSettings,
+    QuotaExceeded,
+    RowResetArgs,
+    SessionBudget,
+    add_guard_arguments,
+    check_endpoint_url,
+    current_client,
+    fail_at_start,
+    guard_app,
+    guard_settings,
+    serve,
+)
+from openenv_guard.middleware import ServingGuard
 from pydantic import Field
 
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.endpoint import endpoint_chat
 from fathom_rlm.adapters.scoring import build_rows, document_text, score
-from fathom_rlm.agent import ChatReply, Message, RolloutTools
+from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutTools
 from fathom_rlm.agent.loop import initial_messages
+from fathom_rlm.agent.schemas import ToolError
 from fathom_rlm.rewards import COMPONENT_NAMES, METRIC_NAMES, REWARD_NAME
 from fathom_rlm.serving import close_serving_scope, open_serving_scope
 
@@ -111,9 +133,11 @@ class FathomEnvironment(Environment[FathomAction, FathomObservation, FathomState
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, options: ServerOptions) -> None:
+    def __init__(self, options: ServerOptions, quotas: ClientQuotas | None = None) -> None:
         super().__init__()
         self.options = options
+        self.quotas = quotas
+        self._budget: SessionBudget | None = None
         self._state = FathomState()
         self._tools: RolloutTools | None = None
         self._client: httpx.AsyncClient | None = None
@@ -146,11 +170,14 @@ class FathomEnvironment(Environment[FathomAction, FathomObservation, FathomState
         open_serving_scope()
         caps = self.options.arguments.caps()
         self._loop = asyncio.get_running_loop()
-        self._client = self._endpoint_client()
+        client = current_client()
+        if self._budget is None and self.quotas is not None and client is not None:
+            self._budget = SessionBudget(self.quotas, client)  # the session's, across resets
+        self._client = self._endpoint_client(client is not None and client.authenticated)
         sub_chat = endpoint_chat(
             self._client, self.options.llm_model, self.options.arguments.sub_max_completion_tokens
         )
-        self._tools = RolloutTools(document, sub_chat, caps)
+        self._tools = RolloutTools(document, _within_budget(sub_chat, self._budget), caps)
         self._row = row
         self._transcript = initial_messages(len(document), row["question"], caps)
         self._state = FathomState(
@@ -213,9 +240,10 @@ class FathomEnvironment(Environment[FathomAction, FathomObservation, FathomState
 
     # --- internals ------------------------------------------------------------------------
 
-    def _endpoint_client(self) -> httpx.AsyncClient:
+    def _endpoint_client(self, authenticated: bool) -> httpx.AsyncClient:
         key_var = self.options.llm_api_key_var
-        headers = {"Authorization": f"Bearer {os.environ[key_var]}"} if key_var else {}
+        send_key = key_var is not None and authenticated
+        headers = {"Authorization": f"Bearer {os.environ[key_var]}"} if send_key else {}
         return httpx.AsyncClient(
             base_url=self.options.llm_base_url.rstrip("/") + "/",
             headers=headers,
@@ -250,6 +278,26 @@ class FathomEnvironment(Environment[FathomAction, FathomObservation, FathomState
 _BACKGROUND: set[asyncio.Task[None]] = set()
 
 
+def _within_budget(chat: ChatFn, budget: SessionBudget | None) -> ChatFn:
+    """`chat` charged to the session's budget: its prompt (characters / 4) before it is sent,
+    the tokens the endpoint generated once it answers; over budget it is not sent."""
+    if budget is None:
+        return chat
+
+    async def charged_chat(messages: list[Message], tools: Any) -> ChatReply:
+        sent = sum(len(str(m.get("content") or "")) for m in messages) // 4
+        try:
+            budget.charge(sub_calls=1, tokens=sent)
+        except QuotaExceeded as exc:
+            raise ToolError(f"{exc}; no sub-call was sent.") from None
+        reply = await chat(messages, tools)
+        generated = (reply.usage or {}).get("completion_tokens", 0)
+        budget.record(int(generated or 0))
+        return reply
+
+    return charged_chat
+
+
 def _row_index(size: int, task_index: int | None, seed: int | None) -> int:
     if task_index is not None:
         if not 0 <= task_index < size:
@@ -282,35 +330,25 @@ def _refused(reason: str) -> FathomObservation:
     return FathomObservation(output=f"Error: {reason}", error=f"Error: {reason}")
 
 
-def create_fathom_app(
-    options: ServerOptions, max_sessions: int = 64, idle_timeout: float | None = None
-) -> Any:
-    """The FastAPI app of openenv-core's server for fathom-rlm, with `/healthz` added."""
+def create_fathom_app(options: ServerOptions, settings: GuardSettings) -> ServingGuard:
+    """openenv-core's app for fathom-rlm behind the guard (with `/healthz`)."""
+    quotas = ClientQuotas(settings)
     app = create_app(
-        lambda: FathomEnvironment(options),
+        lambda: FathomEnvironment(options, quotas),
         FathomAction,
         FathomObservation,
         env_name="fathom-rlm",
-        concurrency_config=ConcurrencyConfig(
-            max_concurrent_envs=max_sessions, session_timeout=idle_timeout
-        ),
+        # Idle sessions are closed by the guard (it counts only time spent waiting for the
+        # client, not a long sub-call), so openenv-core's own reaper stays off.
+        concurrency_config=ConcurrencyConfig(max_concurrent_envs=settings.max_sessions),
     )
-    add_healthz(app)
 
     # The server process's sandbox fork server and scratch root close with the app.
     async def close_process_resources() -> None:
         await asyncio.to_thread(close_serving_scope)
 
     app.router.on_shutdown.append(close_process_resources)
-    return app
-
-
-def add_healthz(app: Any) -> None:
-    """`/healthz` for probes that expect it (openenv-core serves `/health`)."""
-
-    @app.get("/healthz", tags=["Health"])
-    def healthz() -> dict[str, str]:
-        return {"status": "healthy"}
+    return guard_app(app, settings, RowResetArgs, FathomAction, quotas)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -318,13 +356,10 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m fathom_rlm.adapters.openenv",
         description="Serve fathom-rlm over OpenEnv (HTTP + WebSocket, openenv-core's server).",
     )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    add_guard_arguments(parser, max_sessions=64)
     parser.add_argument("--llm-base-url", required=True, help="OpenAI-compatible endpoint for llm")
     parser.add_argument("--llm-model", required=True, help="model name sent with sub-calls")
     parser.add_argument("--llm-api-key-var", default=None, help="env var holding its API key")
-    parser.add_argument("--max-sessions", type=int, default=64)
-    parser.add_argument("--idle-timeout", type=float, default=None, help="close idle sessions (s)")
     parser.add_argument("--split", default="eval")
     parser.add_argument("--num-examples", type=int, default=None)
     parser.add_argument("--doc-tokens", type=int, default=FathomArguments.doc_tokens)
@@ -335,10 +370,27 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import uvicorn
-
     args = _parser().parse_args(argv)
-    arguments = replace(
+    settings = guard_settings(args)
+    check_endpoint_url(args.llm_base_url, "--llm-base-url")
+    key_var = args.llm_api_key_var
+    if key_var and not os.environ.get(key_var):
+        fail_at_start(f"--llm-api-key-var names {key_var}, which is not set")
+    if key_var and not settings.tokens:
+        fail_at_start(
+            "--llm-api-key-var needs a bearer token: the key is never used for a client"
+            " that has not authenticated"
+        )
+    try:
+        arguments = _arguments_from(args)
+    except ValueError as exc:
+        fail_at_start(" ".join(str(exc).split()))
+    options = ServerOptions(args.llm_base_url, args.llm_model, arguments, key_var)
+    serve(create_fathom_app(options, settings), settings, "fathom-rlm")
+
+
+def _arguments_from(args: argparse.Namespace) -> FathomArguments:
+    return replace(
         FathomArguments(),
         split=args.split,
         num_examples=args.num_examples,
@@ -347,9 +399,6 @@ def main(argv: list[str] | None = None) -> None:
         max_turns=args.max_turns,
         max_sub_calls=args.max_sub_calls,
     )
-    options = ServerOptions(args.llm_base_url, args.llm_model, arguments, args.llm_api_key_var)
-    app = create_fathom_app(options, args.max_sessions, args.idle_timeout)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ reward (`correct_answer` + `length_reward_weight` x `length_reward`) and both co
 their names, so a trainer can normalise each (GDPO) or use the sum (GRPO).
 
 The math-verify pool is the server process's (one per process, workers started on the first
-grading) and closes with the server.
+grading) and closes with the server. The server runs behind `openenv_guard` (bearer tokens,
+per-client sessions, size, depth and argument checks, idle and life timeouts: see
+docs/serving.md); the data is loaded before it binds, so a bad `--data` fails at start.
 """
 
 from __future__ import annotations
@@ -24,6 +26,16 @@ from typing import Any
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation, State
+from openenv_guard import (
+    GuardSettings,
+    RowResetArgs,
+    add_guard_arguments,
+    fail_at_start,
+    guard_app,
+    guard_settings,
+    serve,
+)
+from openenv_guard.middleware import ServingGuard
 from pydantic import Field
 
 from gsm8k_multireward.config import GSM8KConfig
@@ -155,43 +167,32 @@ class Gsm8kEnvironment(Environment[Gsm8kAction, Gsm8kObservation, Gsm8kState]):
         return self._state
 
 
-def create_gsm8k_app(
-    options: ServerOptions, max_sessions: int = 256, idle_timeout: float | None = None
-) -> Any:
-    """The FastAPI app of openenv-core's server for gsm8k-multireward, with `/healthz`."""
+def create_gsm8k_app(options: ServerOptions, settings: GuardSettings) -> ServingGuard:
+    """openenv-core's app for gsm8k-multireward behind the guard (with `/healthz`)."""
     app = create_app(
         lambda: Gsm8kEnvironment(options),
         Gsm8kAction,
         Gsm8kObservation,
         env_name="gsm8k-multireward",
-        concurrency_config=ConcurrencyConfig(
-            max_concurrent_envs=max_sessions, session_timeout=idle_timeout
-        ),
+        # Idle sessions are closed by the guard (it counts only time spent waiting for the
+        # client), so openenv-core's own reaper stays off.
+        concurrency_config=ConcurrencyConfig(max_concurrent_envs=settings.max_sessions),
     )
-
-    @app.get("/healthz", tags=["Health"])
-    def healthz() -> dict[str, str]:  # openenv-core serves /health; probes often ask /healthz
-        return {"status": "healthy"}
 
     async def close_process_resources() -> None:
         await asyncio.to_thread(close_graders)
 
     app.router.on_shutdown.append(close_process_resources)
-    return app
+    return guard_app(app, settings, RowResetArgs, Gsm8kAction)
 
 
 def main(argv: list[str] | None = None) -> None:
-    import uvicorn
-
     defaults = GSM8KConfig()
     parser = argparse.ArgumentParser(
         prog="python -m gsm8k_multireward.adapters.openenv",
         description="Serve gsm8k-multireward over OpenEnv (openenv-core HTTP + WebSocket).",
     )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--max-sessions", type=int, default=256)
-    parser.add_argument("--idle-timeout", type=float, default=None, help="close idle sessions (s)")
+    add_guard_arguments(parser, max_sessions=256)
     parser.add_argument("--data", default=defaults.dataset_name, help="local JSONL or hub name")
     parser.add_argument("--split", default=defaults.dataset_split)
     parser.add_argument("--num-examples", type=int, default=None)
@@ -200,6 +201,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--length-reward-weight", type=float, default=defaults.length_reward_weight)
     args = parser.parse_args(argv)
+    settings = guard_settings(args)
     config = replace(
         defaults,
         dataset_name=args.data,
@@ -208,8 +210,12 @@ def main(argv: list[str] | None = None) -> None:
         length_threshold_tokens=args.length_threshold_tokens,
         length_reward_weight=args.length_reward_weight,
     )
-    app = create_gsm8k_app(ServerOptions(config), args.max_sessions, args.idle_timeout)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    try:  # the rows are loaded now, so bad data fails here and not at the first reset
+        if not _rows(config):
+            fail_at_start(f"--data {args.data} has no rows")
+    except Exception as exc:
+        fail_at_start(f"cannot load --data {args.data}: {' '.join(str(exc).split())[:300]}")
+    serve(create_gsm8k_app(ServerOptions(config), settings), settings, "gsm8k-multireward")
 
 
 if __name__ == "__main__":

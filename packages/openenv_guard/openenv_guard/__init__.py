@@ -1,0 +1,43 @@
+"""Serving an openenv-core environment to clients it does not trust (see `settings` for the
+limits, `middleware` for where they are enforced, `quotas` for model-endpoint budgets)."""
+
+from openenv_guard.app import RowResetArgs, add_error_handlers, guard_app, serve
+from openenv_guard.middleware import ServingGuard
+from openenv_guard.quotas import (
+    Client,
+    ClientQuotas,
+    QuotaExceeded,
+    SessionBudget,
+    current_client,
+    offload,
+)
+from openenv_guard.settings import (
+    TOKEN_FILE_VAR,
+    TOKEN_VAR,
+    GuardSettings,
+    add_guard_arguments,
+    check_endpoint_url,
+    fail_at_start,
+    guard_settings,
+)
+
+__all__ = [
+    "TOKEN_FILE_VAR",
+    "TOKEN_VAR",
+    "Client",
+    "ClientQuotas",
+    "GuardSettings",
+    "QuotaExceeded",
+    "RowResetArgs",
+    "ServingGuard",
+    "SessionBudget",
+    "add_error_handlers",
+    "add_guard_arguments",
+    "check_endpoint_url",
+    "current_client",
+    "fail_at_start",
+    "guard_app",
+    "guard_settings",
+    "offload",
+    "serve",
+]

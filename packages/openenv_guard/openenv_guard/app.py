@@ -1,0 +1,103 @@
+"""Putting the guard around an openenv-core app and serving it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from openenv_guard.middleware import ServingGuard, describe_errors
+from openenv_guard.quotas import ClientQuotas
+from openenv_guard.settings import GuardSettings
+
+SWITCH_INTERVAL_S = 0.0005
+
+
+class RowResetArgs(BaseModel):
+    """`reset` arguments of an environment that poses rows of a split, checked as they are
+    (strict types, no unknown names) on HTTP and on `/ws` before any work."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    seed: int | None = Field(None, ge=0, description="row = seed modulo the row count")
+    episode_id: str | None = Field(None, max_length=255)
+    task_index: int | None = Field(None, ge=0, description="the row to pose")
+
+
+def guard_app(
+    app: FastAPI,
+    settings: GuardSettings,
+    reset_model: type[BaseModel],
+    action_model: type[BaseModel],
+    quotas: ClientQuotas | None = None,
+) -> ServingGuard:
+    """`app` (openenv-core's `create_app`) behind the guard, with `/healthz` (open to all) and
+    every error of its HTTP routes as one line of JSON. Pass the `quotas` the environment
+    charges its endpoint use to, so sessions and endpoint use count against one ledger."""
+
+    @app.get("/healthz", tags=["Health"])
+    def healthz() -> dict[str, str]:  # openenv-core serves /health; probes often ask /healthz
+        return {"status": "healthy"}
+
+    add_error_handlers(app)
+    return ServingGuard(app, settings, reset_model, action_model, quotas)
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Errors as `{"error": ..., "code": ...}` on one line: a refused argument or a misuse of
+    the protocol (ValueError, RuntimeError from the environment) is the client's (400), anything
+    else the server's (500, its type only: internals stay in the server log)."""
+
+    def reply(status: int, code: str, message: str) -> JSONResponse:
+        return JSONResponse({"error": " ".join(message.split())[:500], "code": code}, status)
+
+    async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        parts = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3]]
+        return reply(422, "VALIDATION_ERROR", "; ".join(parts))
+
+    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+        detail = exc.detail
+        if isinstance(detail, list):  # openenv-core's 422: pydantic's error list
+            detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in detail[:3])
+        return reply(exc.status_code, "HTTP_ERROR", str(detail))
+
+    async def client_error(_: Request, exc: Exception) -> JSONResponse:
+        return reply(400, "EXECUTION_ERROR", str(exc) or type(exc).__name__)
+
+    async def server_error(_: Request, exc: Exception) -> JSONResponse:
+        return reply(500, "INTERNAL_ERROR", f"internal error ({type(exc).__name__})")
+
+    app.add_exception_handler(RequestValidationError, validation)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(ValueError, client_error)
+    app.add_exception_handler(RuntimeError, client_error)
+    app.add_exception_handler(Exception, server_error)
+
+
+def serve(app: Any, settings: GuardSettings, name: str) -> None:
+    """Print the start-up line, then serve `app` with uvicorn. Its WebSocket protocol is
+    wsproto's, which takes a long message in steps as it arrives (no step of the event loop
+    decodes it whole) and closes with 1009 as soon as it passes the message limit."""
+    import sys
+
+    import uvicorn
+
+    # Slow work (parsing and grading a long reply) runs on worker threads; the event loop
+    # thread then waits for the interpreter lock up to one switch interval (5 ms by default)
+    # each time it needs it, which adds up to tens of milliseconds per reply to other sessions.
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    print(settings.describe(name), flush=True)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        ws="wsproto",
+        ws_max_size=settings.max_message_bytes + 4096,  # room for the JSON envelope
+    )
+
+
+__all__ = ["RowResetArgs", "add_error_handlers", "describe_errors", "guard_app", "serve"]

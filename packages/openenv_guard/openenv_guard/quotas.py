@@ -1,0 +1,126 @@
+"""Who is asking and how much they may still do: the client of the running request, per-client
+sliding-window quotas on model-endpoint use, per-session endpoint budgets, and a bounded
+executor for work too slow for the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+from openenv_guard.settings import GuardSettings
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Client:
+    """The identity quotas are charged to: a token's digest, or the peer address without auth."""
+
+    name: str
+    authenticated: bool
+
+
+_CURRENT: contextvars.ContextVar[Client | None] = contextvars.ContextVar(
+    "openenv_guard_client", default=None
+)
+
+
+def current_client() -> Client | None:
+    """The client of the request or `/ws` session being served (None outside a guarded app)."""
+    return _CURRENT.get()
+
+
+class QuotaExceeded(Exception):
+    """A quota is used up; the message says which and when it frees."""
+
+
+class ClientQuotas:
+    """Per-client sessions in use and endpoint use over a sliding window; one per server,
+    used only on its event loop (so no lock)."""
+
+    def __init__(self, settings: GuardSettings, clock: Callable[[], float] = time.monotonic):
+        self.settings = settings
+        self.clock = clock
+        self.sessions: Counter[str] = Counter()
+        self._use: dict[str, deque[tuple[float, int, int]]] = {}
+
+    def open_session(self, client: Client) -> bool:
+        """Take one of the client's session slots; False when all are in use."""
+        if self.sessions[client.name] >= self.settings.max_sessions_per_client:
+            return False
+        self.sessions[client.name] += 1
+        return True
+
+    def close_session(self, client: Client) -> None:
+        self.sessions[client.name] -= 1
+        if self.sessions[client.name] <= 0:
+            del self.sessions[client.name]
+
+    def charge(self, client: Client, sub_calls: int, tokens: int, check: bool = True) -> None:
+        """Book endpoint use, or raise QuotaExceeded (booking nothing) if it would go over;
+        `check=False` books use that already happened (tokens the endpoint generated)."""
+        if check:
+            self._check(client, sub_calls, tokens)
+        self._use.setdefault(client.name, deque()).append((self.clock(), sub_calls, tokens))
+
+    def _check(self, client: Client, sub_calls: int, tokens: int) -> None:
+        used_calls, used_tokens = self.used(client)
+        s = self.settings
+        if used_calls + sub_calls > s.client_sub_calls:
+            raise QuotaExceeded(
+                f"this client's sub-call quota ({s.client_sub_calls} per "
+                f"{s.quota_window_s:g} s) is used up"
+            )
+        if used_tokens + tokens > s.client_endpoint_tokens:
+            raise QuotaExceeded(
+                f"this client's endpoint-token quota ({s.client_endpoint_tokens} per "
+                f"{s.quota_window_s:g} s) is used up"
+            )
+
+    def used(self, client: Client) -> tuple[int, int]:
+        """Sub-calls and tokens booked by the client within the window."""
+        window = self._use.get(client.name)
+        if not window:
+            return 0, 0
+        horizon = self.clock() - self.settings.quota_window_s
+        while window and window[0][0] <= horizon:
+            window.popleft()
+        return sum(w[1] for w in window), sum(w[2] for w in window)
+
+
+class SessionBudget:
+    """One session's endpoint budget, charged to its client's quotas as well."""
+
+    def __init__(self, quotas: ClientQuotas, client: Client) -> None:
+        self.quotas = quotas
+        self.client = client
+        self.tokens = 0
+
+    def charge(self, sub_calls: int, tokens: int) -> None:
+        limit = self.quotas.settings.session_endpoint_tokens
+        if self.tokens + tokens > limit:
+            raise QuotaExceeded(f"this session's endpoint-token budget ({limit}) is used up")
+        self.quotas.charge(self.client, sub_calls, tokens)
+        self.tokens += tokens
+
+    def record(self, tokens: int) -> None:
+        """Book tokens already spent (what the endpoint generated for a sub-call)."""
+        self.quotas.charge(self.client, 0, tokens, check=False)
+        self.tokens += tokens
+
+
+_EXECUTOR = ThreadPoolExecutor(max_workers=4, thread_name_prefix="openenv-guard-offload")
+
+
+async def offload(fn: Callable[..., T], *args: object) -> T:
+    """Run `fn(*args)` on a small bounded thread pool (parsing and grading of large inputs), so
+    the event loop keeps serving other sessions; the caller's context (its client) goes along."""
+    context = contextvars.copy_context()
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_EXECUTOR, context.run, fn, *args)

@@ -1,0 +1,196 @@
+"""An evaluation through verifiers' v1 env-server pool that cannot hang on a dead worker.
+
+verifiers' pool (`verifiers.v1.serve`) does not watch its workers: a request routed to a worker
+that dies is never answered, later requests may still be routed to it, and its `eval` awaits
+each rollout without a timeout, so a killed worker leaves the run waiting for ever. This
+harness starts the same pool (`serve_env`, static, N workers), sends every rollout through an
+`EnvClient` as `eval` does, and adds what the run needs to end:
+
+* every rollout has a timeout (`--rollout-timeout`, default 600 s), counted once the pool is
+  warm (one untimed rollout per worker first: a worker loads the environment on its first
+  request); one that gets no reply in time is recorded with an error (and verifiers' own cancel
+  is sent to the pool);
+* the pool's worker processes are watched; a worker's death is recorded with its exit status
+  and named in the errors of the rollouts that timed out after it;
+* each rollout is one JSON line on stdout (scores, or the error), then a summary line; the exit
+  status is 1 when any rollout failed or any worker died, else 0.
+
+    uv run python -m envtools.pool_eval --env fathom-rlm --base-url URL --workers 3 \\
+        --num-examples 8 --rollouts 2 --doc-tokens 16000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_ROLLOUT_TIMEOUT_S = 600.0
+API_KEY_VAR = "POOL_EVAL_API_KEY"
+
+
+def env_config_data(args: argparse.Namespace) -> dict[str, Any]:
+    """The run's `[env]` block: the taskset's own env, with the arguments given."""
+    taskset: dict[str, Any] = {"id": args.env, "num_examples": args.num_examples}
+    if args.env == "fathom-rlm":
+        taskset["doc_tokens"] = args.doc_tokens
+    else:
+        taskset["dataset_name"] = str(args.data)
+    return {"taskset": taskset}
+
+
+def pool_workers(broker: int) -> dict[int, str]:
+    """The pool's live worker processes: the broker's children (pid -> command line). A killed
+    worker stays a zombie until the broker reaps it, which verifiers' broker never does."""
+    workers = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            state, parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            continue
+        if int(parent) == broker and state not in ("Z", "X"):
+            workers[int(entry.name)] = cmd
+    return workers
+
+
+class WorkerWatch:
+    """Polls the broker's children; a worker that was seen and is gone is recorded as dead."""
+
+    def __init__(self, broker: int) -> None:
+        self.broker = broker
+        self.seen: set[int] = set()
+        self.dead: list[dict[str, Any]] = []
+
+    async def run(self, interval: float = 0.2) -> None:
+        while True:
+            alive = set(pool_workers(self.broker))
+            for pid in sorted(self.seen - alive):
+                self.dead.append({"pid": pid, "at": time.time()})
+            self.seen = alive
+            await asyncio.sleep(interval)
+
+
+def _record(task: Any, episode: Any) -> dict[str, Any]:
+    if not episode.ok or len(episode.traces) != 1:
+        return {"example": task.data.model_dump(mode="json"), "error": str(episode.errors)}
+    (trace,) = episode.traces
+    scores = {name: reward.score for name, reward in trace.rewards.items()}
+    return {"reward": trace.reward, "scores": scores | dict(trace.metrics), "error": None}
+
+
+async def run_pool(args: argparse.Namespace) -> dict[str, Any]:
+    from verifiers.v1.configs.client import EvalClientConfig
+    from verifiers.v1.serve import EnvClient, serve_env
+    from verifiers.v1.types import SamplingConfig
+    from verifiers.v1.utils.loaders import load_taskset, resolve_env_config
+
+    env_config = resolve_env_config(env_config_data(args))
+    tasks = [t for t in load_taskset(env_config.taskset) for _ in range(args.rollouts)]
+    ctx = mp.get_context("spawn")
+    address_queue = ctx.Queue()
+    parent_end, child_end = ctx.Pipe()
+    pool = ctx.Process(
+        target=serve_env,
+        kwargs={
+            "max_workers": args.workers,
+            "elastic": False,
+            "address": "tcp://127.0.0.1:0",
+            "address_queue": address_queue,
+            "death_pipe": child_end,
+            "config_data": env_config.model_dump(mode="json"),
+        },
+    )
+    pool.start()
+    child_end.close()
+    assert pool.pid is not None
+    watch = WorkerWatch(pool.pid)
+    watcher = asyncio.create_task(watch.run())
+    client_config = EvalClientConfig(base_url=args.base_url, api_key_var=API_KEY_VAR)
+    started = time.time()
+    try:
+        client = EnvClient(address=await asyncio.to_thread(address_queue.get, timeout=600))
+        try:
+            await client.wait_for_server_startup(timeout=600)
+
+            def request(task: Any) -> Any:
+                return client.run(
+                    client=client_config,
+                    model=args.model,
+                    sampling=SamplingConfig(),
+                    task_data=task.data.model_dump(mode="json"),
+                )
+
+            async def rollout(task: Any) -> dict[str, Any]:
+                try:
+                    episode = await asyncio.wait_for(request(task), args.rollout_timeout)
+                    record = _record(task, episode)
+                except TimeoutError:
+                    dead = [w["pid"] for w in watch.dead]
+                    why = f"; pool worker(s) {dead} died" if dead else ""
+                    record = {"error": f"no reply within {args.rollout_timeout:g} s{why}"}
+                except Exception as exc:  # a failed request is this rollout's error, recorded
+                    record = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+                print(json.dumps(record), flush=True)
+                return record
+
+            warm_up = [asyncio.wait_for(request(task), 600) for task in tasks[: args.workers]]
+            await asyncio.gather(*warm_up)
+            print(json.dumps({"warmed_up": len(warm_up)}), flush=True)
+            records = await asyncio.gather(*(rollout(task) for task in tasks))
+        finally:
+            await client.close()
+    finally:
+        watcher.cancel()
+        pool.terminate()
+        await asyncio.to_thread(pool.join, 60)
+        if pool.is_alive():
+            pool.kill()
+            pool.join()
+        parent_end.close()
+    errors = [r["error"] for r in records if r.get("error")]
+    return {
+        "summary": True,
+        "rollouts": len(records),
+        "errors": len(errors),
+        "first_error": errors[0] if errors else None,
+        "dead_workers": watch.dead,
+        "wall_s": round(time.time() - started, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m envtools.pool_eval", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--env", choices=["fathom-rlm", "gsm8k-multireward"], required=True)
+    parser.add_argument("--base-url", required=True, help="OpenAI-compatible policy endpoint")
+    parser.add_argument("--model", default=None, help="policy name (default: per env)")
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--num-examples", type=int, default=8)
+    parser.add_argument("--rollouts", type=int, default=1, help="rollouts per task")
+    parser.add_argument("--rollout-timeout", type=float, default=DEFAULT_ROLLOUT_TIMEOUT_S)
+    parser.add_argument("--doc-tokens", type=int, default=16_000, help="fathom-rlm only")
+    parser.add_argument("--data", type=Path, default=None, help="gsm8k-multireward JSONL")
+    args = parser.parse_args(argv)
+    if args.env == "gsm8k-multireward" and args.data is None:
+        parser.error("--data PATH/TO/gsm8k.jsonl is required for gsm8k-multireward")
+    if args.rollout_timeout <= 0:
+        parser.error("--rollout-timeout must be positive")
+    args.model = args.model or ("fathom-reference" if args.env == "fathom-rlm" else "gsm8k-gold")
+    os.environ.setdefault(API_KEY_VAR, "none")
+    summary = asyncio.run(run_pool(args))
+    print(json.dumps(summary), flush=True)
+    return 1 if summary["errors"] or summary["dead_workers"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
