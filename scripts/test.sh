@@ -81,10 +81,11 @@ build_trl_venv
 PATH="$(dirname "$(python -c 'import uv; print(uv.find_uv_bin())')"):$PATH"
 export PATH
 
-# On every core: the slow tests mostly wait on subprocesses (vf-eval, servers, venvs), so they
-# overlap well; pytest-xdist hands each worker the next test as it frees up.
+# On every core (pytest-xdist): each worker takes the next test as it frees up, except that a
+# module marked `xdist_group` (one whose module-scoped fixture starts a server or builds a corpus)
+# runs whole on one worker, so that fixture is built once.
 status=0
-uv run --frozen pytest -n auto "$@" || status=$?
+uv run --frozen pytest -n auto --dist loadgroup "$@" || status=$?
 if [ "$status" -eq 5 ]; then
     echo "error: pytest collected no tests" >&2
     exit 1

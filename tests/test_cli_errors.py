@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.xdist_group("test_cli_errors")
+
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 MISSING = "no/such/file.jsonl"

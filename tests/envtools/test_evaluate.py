@@ -31,6 +31,8 @@ from envtools.policies.base import ChatResult
 from envtools.policy_server import policy_server_in_thread
 from envtools.stats import bootstrap_ci, mean_ci
 
+pytestmark = pytest.mark.xdist_group("test_evaluate")
+
 # ---------------------------------------------------------------------------- statistics
 
 

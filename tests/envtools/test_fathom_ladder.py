@@ -20,6 +20,8 @@ from envtools.evaluate import registered_tasks
 from envtools.policies import fathom
 from envtools.policies.base import Policy
 
+pytestmark = pytest.mark.xdist_group("test_fathom_ladder")
+
 REDACTED = "[removed]"
 
 

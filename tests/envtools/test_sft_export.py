@@ -26,6 +26,8 @@ from fathom_rlm.documents import build_split
 from envtools import sft_export
 from envtools.policies.registry import get_policy
 
+pytestmark = pytest.mark.xdist_group("test_sft_export")
+
 DOC_TOKENS = 16_000
 N_TASKS = 3
 TRL_PROGRAM = Path(__file__).parent / "trl_programs" / "sft_rows.py"

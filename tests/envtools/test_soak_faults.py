@@ -23,6 +23,8 @@ from envtools.policies.fathom import FathomReference
 from envtools.policy_server import policy_server_in_thread
 from envtools.soak import Chaos, SoakReport, soak
 
+pytestmark = pytest.mark.xdist_group("test_soak_faults")
+
 DOC_TOKENS = 16_000
 OVERALL_S = 900  # a hang fails the test instead of the suite
 

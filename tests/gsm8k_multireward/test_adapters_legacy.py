@@ -9,6 +9,8 @@ import pytest
 from gsm8k_multireward import GSM8KConfig, MathGrader, load_environment, score_completion
 from gsm8k_multireward.parsing import extract_answer
 
+pytestmark = pytest.mark.xdist_group("test_adapters_legacy")
+
 FIXTURE = Path(__file__).parent / "fixtures" / "adapters.jsonl"
 GOLD = "29"  # the first fixture row
 

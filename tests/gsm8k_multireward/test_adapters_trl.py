@@ -17,6 +17,8 @@ from gsm8k_multireward.adapters.trl import (
     reward_functions,
 )
 
+pytestmark = pytest.mark.xdist_group("test_adapters_trl")
+
 FIXTURE = Path(__file__).parent / "fixtures" / "adapters.jsonl"
 GOLD = "29"  # the first fixture row
 

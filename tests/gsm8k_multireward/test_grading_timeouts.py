@@ -20,6 +20,8 @@ import pytest
 from gsm8k_multireward import MathGrader, extract_answer
 from gsm8k_multireward.worker_pool import PoolClosedError, VerifyWorkerPool
 
+pytestmark = pytest.mark.xdist_group("test_grading_timeouts")
+
 POISON = [
     "1" * 200_000,
     "{" * 5000 + "18" + "}" * 5000,

@@ -20,12 +20,13 @@ FIXTURE = Path(__file__).parent / "fixtures" / "adapters.jsonl"
 WEIGHT = 0.5
 STYLES = Gsm8kPolicy.STYLES
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200), pytest.mark.xdist_group("test_openenv")]
 
 
-@pytest.fixture
-def server(openenv_server: Any) -> Any:
-    return openenv_server(
+@pytest.fixture(scope="module")
+def server(module_openenv_server: Any) -> Any:
+    """The gsm8k OpenEnv server, shared by this module's tests."""
+    return module_openenv_server(
         [
             "gsm8k_multireward.adapters.openenv",
             *("--data", str(FIXTURE), "--length-reward-weight", str(WEIGHT)),

@@ -26,6 +26,8 @@ import pytest
 
 from envtools.gdpo import gdpo_advantages, grpo_advantages
 
+pytestmark = pytest.mark.xdist_group("test_trl_launch")
+
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).parent / "trl_programs"
 FIXTURE = ROOT / "tests" / "gsm8k_multireward" / "fixtures" / "adapters.jsonl"

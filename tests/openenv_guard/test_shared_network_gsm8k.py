@@ -34,7 +34,7 @@ PER_CLIENT = 3
 IDLE_S = 2.0
 MIB = 1 << 20
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.xdist_group("test_shared_network_gsm8k")]
 
 
 @pytest.fixture(scope="module")

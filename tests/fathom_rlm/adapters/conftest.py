@@ -241,6 +241,6 @@ class AdapterKit:
     v1_traces = staticmethod(v1_traces)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def kit() -> type[AdapterKit]:
     return AdapterKit

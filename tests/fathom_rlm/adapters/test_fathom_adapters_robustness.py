@@ -15,6 +15,8 @@ from fathom_rlm.documents import build_split
 from envtools.faults import FaultPlan
 from envtools.policy_server import policy_server_in_thread
 
+pytestmark = pytest.mark.xdist_group("test_fathom_adapters_robustness")
+
 DOC_TOKENS = 16_000
 
 

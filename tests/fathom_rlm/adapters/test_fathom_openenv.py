@@ -31,13 +31,18 @@ from envtools.policies.registry import get_policy
 POLICY = "fathom-reference"
 NUM_EXAMPLES = 3
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(1800),
+    pytest.mark.xdist_group("test_fathom_openenv"),
+]
 
 
-@pytest.fixture
-def server(openenv_server: Any, kit: Any, policy_url: str) -> Any:
-    """`python -m fathom_rlm.adapters.openenv` on a free loopback port."""
-    return openenv_server(
+@pytest.fixture(scope="module")
+def server(module_openenv_server: Any, kit: Any, policy_url: str) -> Any:
+    """`python -m fathom_rlm.adapters.openenv` on a free loopback port, shared by this module's
+    tests (each test's sessions end before the next starts)."""
+    return module_openenv_server(
         [
             "fathom_rlm.adapters.openenv",
             *("--llm-base-url", policy_url, "--llm-model", POLICY),

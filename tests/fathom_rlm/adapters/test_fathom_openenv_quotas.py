@@ -21,7 +21,7 @@ CLIENT_SUB_CALLS = 3
 SLICE = "0:1200"
 PROMPT = "Who founded the company?"
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.xdist_group("test_fathom_openenv_quotas")]
 
 
 def tokens_per_sub_call(document_text: str) -> int:

@@ -12,6 +12,8 @@ from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.scoring import gold_problems
 from fathom_rlm.documents import build_split
 
+pytestmark = pytest.mark.xdist_group("test_fathom_validate")
+
 DOC_TOKENS = 16_000
 ROWS = 3
 

@@ -40,7 +40,7 @@ ATTACKS = (
     "fathom-blind",
 )
 
-pytestmark = pytest.mark.reward_audit
+pytestmark = [pytest.mark.reward_audit, pytest.mark.xdist_group("test_reward_audit")]
 
 
 @pytest.fixture(scope="module")
