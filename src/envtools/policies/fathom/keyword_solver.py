@@ -355,7 +355,9 @@ def learn(pairs: Iterable[tuple[str, Mapping[str, Any]]], max_rows: int = 500) -
     for text, row in pairs[:max_rows]:
         if row["family"] == "exact_id":
             continue
-        doc = texts.setdefault(id(text), Text(text))
+        if id(text) not in texts:  # one Text per document, not per row
+            texts[id(text)] = Text(text)
+        doc = texts[id(text)]
         cls = question_class(row["question"])
         label = cls if row["family"] == "single_hop" else f"{row['family']}:{cls}"
         for name in question_names(row["question"]):
@@ -532,13 +534,11 @@ class KeywordSolver:
 
 
 def _pairs(split: str, doc_tokens: int) -> list[tuple[str, dict[str, Any]]]:
-    from fathom_rlm.documents import build_split, get_document
+    """(document text, row) of every row of `split`, each document generated once."""
+    from fathom_rlm.documents import split_tasks
 
-    rows = build_split(split, doc_tokens=doc_tokens)  # type: ignore[arg-type]
-    texts = {
-        seed: get_document(seed, doc_tokens=doc_tokens).text for seed in {r["seed"] for r in rows}
-    }
-    return [(texts[r["seed"]], r) for r in rows]
+    tasks = split_tasks(split, doc_tokens=doc_tokens)  # type: ignore[arg-type]
+    return [(doc.text, task.row(doc)) for doc, task in tasks]
 
 
 def accuracy_by_family(
@@ -569,7 +569,9 @@ def solve_split(
     texts: dict[int, Text] = {}
     right: dict[str, list[bool]] = defaultdict(list)
     for text, row in _pairs(split, doc_tokens)[:limit]:
-        doc = texts.setdefault(row["seed"], Text(text))
+        if row["seed"] not in texts:  # one Text per document, not per row
+            texts[row["seed"]] = Text(text)
+        doc = texts[row["seed"]]
         guess = solver.answer(doc, row["family"], row["question"])
         ok = guess is not None and matches_gold(guess, row["answer"], row.get("aliases", ()))
         right[row["family"]].append(ok)
