@@ -246,6 +246,12 @@ def read_facts(text: str, *, splits: tuple[str, ...] = SPLITS) -> list[Fact]:
     return facts
 
 
+# Documents are read again and again (slice by slice, rollout after rollout), so what one
+# sentence says on its own, before its context, is worked out once per distinct sentence.
+_SENTENCE_CACHE = 1 << 14
+
+
+@lru_cache(maxsize=_SENTENCE_CACHE)
 def _read_intro(grammar: _Compiled, sentence: str) -> tuple[str, str] | None:
     for pattern in grammar.intros:
         m = pattern.fullmatch(sentence)
@@ -262,6 +268,16 @@ def _read_sentence(
     aliases: dict[str, tuple[str, Span]],
 ) -> Fact | None:
     """The fact one sentence states, or None (no relation, a distractor, or unresolvable)."""
+    found = _statement(grammar, sentence)
+    return None if found is None else _resolve(grammar, *found, span, antecedent, aliases)
+
+
+@lru_cache(maxsize=_SENTENCE_CACHE)
+def _statement(
+    grammar: _Compiled, sentence: str
+) -> tuple[VerbPhrase, dict[str, str | None]] | None:
+    """The verb phrase and slots of the relation a sentence asserts, or None (no relation, or
+    a relation's shape that does not assert it)."""
     layers = grammar.layers.fullmatch(sentence)
     if layers is None:
         return None
@@ -280,7 +296,7 @@ def _read_sentence(
             plain = pre is None or pre.lower() in grammar.fact_prefixes
             if layers["suf"] or m["v_past"] is None or not plain:
                 return None  # a relation's shape that does not assert it
-            return _resolve(grammar, vp, m, span, antecedent, aliases)
+            return vp, m.groupdict()
     return None
 
 
