@@ -32,6 +32,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Any
 
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
@@ -231,12 +232,18 @@ class Text:
             if alias and len(names) == 1 and not re.search(r"\b(not|never|rumou?r|lie)\b", s):
                 self.aliases[alias.group(1).lower()] = names[0]
         self._alias_keys = sorted(self.aliases, key=len, reverse=True)
-        self.subjects: list[str | None] = []
+
+    @cached_property
+    def subjects(self) -> list[str | None]:
+        """Each sentence's subject (a pronoun's is the previous one's); worked out on first
+        use, as the attacks that group followers never ask for it."""
+        out: list[str | None] = []
         previous = None
         for _, s in self.sentences:
             subject = previous if _PRONOUN.match(s) else self.first_name(s)
-            self.subjects.append(subject)
+            out.append(subject)
             previous = subject or previous
+        return out
 
     def next_in_paragraph(self, i: int) -> str | None:
         """The sentence after sentence `i`, or None when `i` ends its paragraph (or the text)."""
@@ -533,12 +540,14 @@ class KeywordSolver:
         return str(n)
 
 
-def _pairs(split: str, doc_tokens: int) -> list[tuple[str, dict[str, Any]]]:
-    """(document text, row) of every row of `split`, each document generated once."""
+@lru_cache(maxsize=2)
+def _pairs(split: str, doc_tokens: int) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """(document text, row) of every row of `split`, each document generated once. The last two
+    are kept: every attack learns on `train` and answers one split, and an audit runs several."""
     from fathom_rlm.documents import split_tasks
 
     tasks = split_tasks(split, doc_tokens=doc_tokens)  # type: ignore[arg-type]
-    return [(doc.text, task.row(doc)) for doc, task in tasks]
+    return tuple((doc.text, task.row(doc)) for doc, task in tasks)
 
 
 def accuracy_by_family(
