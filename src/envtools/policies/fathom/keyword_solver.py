@@ -40,79 +40,19 @@ from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from envtools import cli
 
 _STARTS = frozenset(
-    [
-        "The",
-        "In",
-        "By",
-        "At",
-        "On",
-        "For",
-        "From",
-        "With",
-        "Within",
-        "When",
-        "After",
-        "Before",
-        "Once",
-        "Few",
-        "Everyone",
-        "It",
-        "He",
-        "She",
-        "His",
-        "Her",
-        "They",
-        "Their",
-        "A",
-        "An",
-        "Master",
-        "Mistress",
-        "Chapter",
-        "Of",
-        "Sure",
-        "Had",
-        "Word",
-        "Not",
-        "Shortly",
-        "Rain",
-        "Fever",
-        "As",
-        "Some",
-        "Nobody",
-        "If",
-        "What",
-        "Which",
-        "Who",
-        "Whose",
-        "Where",
-        "Give",
-        "How",
-        "Since",
-        "Between",
-        "To",
-    ]
+    re.findall(
+        r"\w+",
+        "The In By At On For From With Within When After Before Once Few Everyone It He She "
+        "His Her They Their A An Master Mistress Chapter Of Sure Had Word Not Shortly Rain "
+        "Fever As Some Nobody If What Which Who Whose Where Give How Since Between To",
+    )
 )
 _ORG_WORDS = frozenset(
-    [
-        "Guild",
-        "Company",
-        "Society",
-        "League",
-        "Assembly",
-        "Compact",
-        "Exchange",
-        "Syndicate",
-        "Fellowship",
-        "Trading",
-        "House",
-        "Lodge",
-        "Brotherhood",
-        "Order",
-        "Union",
-        "Club",
-        "Board",
-        "Council",
-    ]
+    re.findall(
+        r"\w+",
+        "Guild Company Society League Assembly Compact Exchange Syndicate Fellowship Trading House "
+        "Lodge Brotherhood Order Union Club Board Council",
+    )
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _NAME = re.compile(r"\b([A-Z][a-z]+) ([A-Z][a-z]+)\b")
