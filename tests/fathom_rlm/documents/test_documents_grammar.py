@@ -174,7 +174,8 @@ def test_distractors_are_false_and_read_as_nothing(docs):
             for d in doc.distractors:
                 start, end = d.spans[0][0], d.spans[-1][1]
                 # Read the distractor with everything before it (aliases, antecedents).
-                read = [f for f in read_facts(doc.text[:end]) if f.sentence == d.spans[-1]]
+                upto_end = read_facts(doc.text[:end])
+                read = [f for f in upto_end if f.sentence == d.spans[-1]]
                 if d.kind == "namesake":
                     assert d.subject not in names
                     assert read == [d.fact.shifted(0)] or read == [d.fact]
@@ -183,7 +184,7 @@ def test_distractors_are_false_and_read_as_nothing(docs):
                     # retraction after it, nothing.
                     assert _distractor_value_is_false(doc, d), d
                     statement = d.fact.sentence
-                    upto = [f for f in read_facts(doc.text[:end]) if f.sentence == statement]
+                    upto = [f for f in upto_end if f.sentence == statement]
                     assert upto == [], (d, doc.text[start:end])
                     alone = read_facts(doc.text[: statement[1]])
                     assert alone[-1] == d.fact, (d, doc.text[start:end])

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import replace
 from functools import lru_cache
 
 from .facts import Fact, Span
@@ -236,16 +235,22 @@ def read_facts(text: str, *, splits: tuple[str, ...] = SPLITS) -> list[Fact]:
             antecedent = None
             if prev is not None and prev[0] + 1 == start and text[prev[0]] == " ":
                 antecedent = (prev[1], (start - 1 - len(prev[1]), prev[0]))
-            fact = _read_sentence(grammar, sentence, (start, end), antecedent, aliases)
-            if fact is not None:
+            found = _statement(grammar, sentence)
+            if found is not None:
                 i = bisect.bisect_right(header_starts, start) - 1
-                if i >= 0 and headers[i][1] <= start:
-                    fact = replace(fact, chapter=headers[i][2], date=headers[i][3])
-                facts.append(fact)
+                heading = headers[i][2:] if i >= 0 and headers[i][1] <= start else (None, None)
+                span = (start, end)
+                facts.append(_resolve(grammar, *found, span, antecedent, aliases, heading))
         prev = (end, sentence)
     return facts
 
 
+# Documents are read again and again (slice by slice, rollout after rollout), so what one
+# sentence says on its own, before its context, is worked out once per distinct sentence.
+_SENTENCE_CACHE = 1 << 14
+
+
+@lru_cache(maxsize=_SENTENCE_CACHE)
 def _read_intro(grammar: _Compiled, sentence: str) -> tuple[str, str] | None:
     for pattern in grammar.intros:
         m = pattern.fullmatch(sentence)
@@ -254,14 +259,12 @@ def _read_intro(grammar: _Compiled, sentence: str) -> tuple[str, str] | None:
     return None
 
 
-def _read_sentence(
-    grammar: _Compiled,
-    sentence: str,
-    span: Span,
-    antecedent: tuple[str, Span] | None,
-    aliases: dict[str, tuple[str, Span]],
-) -> Fact | None:
-    """The fact one sentence states, or None (no relation, a distractor, or unresolvable)."""
+@lru_cache(maxsize=_SENTENCE_CACHE)
+def _statement(
+    grammar: _Compiled, sentence: str
+) -> tuple[VerbPhrase, dict[str, str | None]] | None:
+    """The verb phrase and slots of the relation a sentence asserts, or None (no relation, or
+    a relation's shape that does not assert it)."""
     layers = grammar.layers.fullmatch(sentence)
     if layers is None:
         return None
@@ -280,13 +283,14 @@ def _read_sentence(
             plain = pre is None or pre.lower() in grammar.fact_prefixes
             if layers["suf"] or m["v_past"] is None or not plain:
                 return None  # a relation's shape that does not assert it
-            return _resolve(grammar, vp, m, span, antecedent, aliases)
+            return vp, m.groupdict()
     return None
 
 
-def _resolve(grammar: _Compiled, vp, m, span, antecedent, aliases) -> Fact:
+def _resolve(grammar: _Compiled, vp, m, span, antecedent, aliases, heading) -> Fact:
     """The fact of a matched statement, with pronouns and aliases resolved where the text
-    allows (else ``resolved=False`` and the surface as written)."""
+    allows (else ``resolved=False`` and the surface as written), and its chapter and date
+    when ``heading`` has them."""
     subject_slot, value_slot, detail_slot = RELATION_SLOTS[vp.relation]
     spans: list[Span] = [span]
     surfaces: dict[str, str] = {}
@@ -321,8 +325,7 @@ def _resolve(grammar: _Compiled, vp, m, span, antecedent, aliases) -> Fact:
         surfaces[subject_slot],
         surfaces[value_slot],
         detail,
-        None,
-        None,
+        *heading,
         tuple(sorted(set(spans))),
         change=vp.relation in TIMED and not vp.initial,
         resolved=resolved,

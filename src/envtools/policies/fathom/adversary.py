@@ -221,11 +221,13 @@ def _learn(doc_tokens: int) -> Model:
     from fathom_rlm.documents import build_split, get_document
 
     rows = build_split("train", _TRAIN_ROWS, doc_tokens=doc_tokens)
+    # Each text once: the tuning below reads every document dozens of times.
+    texts = {r["seed"]: get_document(r["seed"], r["doc_tokens"]).text for r in rows}
     pos: Counter[str] = Counter()
     neg: Counter[str] = Counter()
     n_pos = n_neg = 0
     for row in rows:
-        text = get_document(row["seed"], row["doc_tokens"]).text
+        text = texts[row["seed"]]
         evidence = [text[s:e] for s, e in row["spans"]]
         question = row["question"]
         keys = [infer_answer_type(question)]
@@ -243,27 +245,36 @@ def _learn(doc_tokens: int) -> Model:
         for w in vocab
     }
     model = Model(weights)
-    model.count_threshold = _tune(rows, model, "count_threshold", [x / 2 for x in range(-16, 33)])
-    model.temporal_offset = int(_tune(rows, model, "temporal_offset", [-1, 0, 1]))
+    thresholds = [x / 2 for x in range(-16, 33)]
+    model.count_threshold = _tune(rows, texts, model, "count_threshold", thresholds)
+    model.temporal_offset = int(_tune(rows, texts, model, "temporal_offset", [-1, 0, 1]))
     return model
 
 
-def _tune(rows: list[dict[str, Any]], model: Model, name: str, values: list[float]) -> float:
-    from fathom_rlm.documents import get_document, normalize_answer
+def _tune(
+    rows: list[dict[str, Any]],
+    texts: dict[int, str],
+    model: Model,
+    name: str,
+    values: list[float],
+) -> float:
+    from fathom_rlm.documents import normalize_answer
 
+    cases = []  # what the tuned value is tried on, read once
+    for row in rows:
+        ask = Ask.of(row["question"])
+        wanted = ask.counting if name == "count_threshold" else ask.nth is not None
+        if wanted:
+            text = texts[row["seed"]]
+            region = _region_lines(text, ask) if ask.counting else None
+            cases.append((ask, text, region, normalize_answer(str(row["answer"]))))
     best, best_hits = values[0], -1
     for value in values:
         setattr(model, name, value)
         hits = 0
-        for row in rows:
-            ask = Ask.of(row["question"])
-            wanted = ask.counting if name == "count_threshold" else ask.nth is not None
-            if not wanted:
-                continue
-            text = get_document(row["seed"], row["doc_tokens"]).text
-            region = _region_lines(text, ask) if ask.counting else None
+        for ask, text, region, gold in cases:
             guess = predict(ask, lambda p, t=text: sentences(t, p), model, region)
-            hits += normalize_answer(guess) == normalize_answer(str(row["answer"]))
+            hits += normalize_answer(guess) == gold
         if hits > best_hits:
             best, best_hits = value, hits
     setattr(model, name, best)

@@ -32,6 +32,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Any
 
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
@@ -39,79 +40,19 @@ from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from envtools import cli
 
 _STARTS = frozenset(
-    [
-        "The",
-        "In",
-        "By",
-        "At",
-        "On",
-        "For",
-        "From",
-        "With",
-        "Within",
-        "When",
-        "After",
-        "Before",
-        "Once",
-        "Few",
-        "Everyone",
-        "It",
-        "He",
-        "She",
-        "His",
-        "Her",
-        "They",
-        "Their",
-        "A",
-        "An",
-        "Master",
-        "Mistress",
-        "Chapter",
-        "Of",
-        "Sure",
-        "Had",
-        "Word",
-        "Not",
-        "Shortly",
-        "Rain",
-        "Fever",
-        "As",
-        "Some",
-        "Nobody",
-        "If",
-        "What",
-        "Which",
-        "Who",
-        "Whose",
-        "Where",
-        "Give",
-        "How",
-        "Since",
-        "Between",
-        "To",
-    ]
+    re.findall(
+        r"\w+",
+        "The In By At On For From With Within When After Before Once Few Everyone It He She "
+        "His Her They Their A An Master Mistress Chapter Of Sure Had Word Not Shortly Rain "
+        "Fever As Some Nobody If What Which Who Whose Where Give How Since Between To",
+    )
 )
 _ORG_WORDS = frozenset(
-    [
-        "Guild",
-        "Company",
-        "Society",
-        "League",
-        "Assembly",
-        "Compact",
-        "Exchange",
-        "Syndicate",
-        "Fellowship",
-        "Trading",
-        "House",
-        "Lodge",
-        "Brotherhood",
-        "Order",
-        "Union",
-        "Club",
-        "Board",
-        "Council",
-    ]
+    re.findall(
+        r"\w+",
+        "Guild Company Society League Assembly Compact Exchange Syndicate Fellowship Trading House "
+        "Lodge Brotherhood Order Union Club Board Council",
+    )
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _NAME = re.compile(r"\b([A-Z][a-z]+) ([A-Z][a-z]+)\b")
@@ -231,12 +172,18 @@ class Text:
             if alias and len(names) == 1 and not re.search(r"\b(not|never|rumou?r|lie)\b", s):
                 self.aliases[alias.group(1).lower()] = names[0]
         self._alias_keys = sorted(self.aliases, key=len, reverse=True)
-        self.subjects: list[str | None] = []
+
+    @cached_property
+    def subjects(self) -> list[str | None]:
+        """Each sentence's subject (a pronoun's is the previous one's); worked out on first
+        use, as the attacks that group followers never ask for it."""
+        out: list[str | None] = []
         previous = None
         for _, s in self.sentences:
             subject = previous if _PRONOUN.match(s) else self.first_name(s)
-            self.subjects.append(subject)
+            out.append(subject)
             previous = subject or previous
+        return out
 
     def next_in_paragraph(self, i: int) -> str | None:
         """The sentence after sentence `i`, or None when `i` ends its paragraph (or the text)."""
@@ -355,7 +302,9 @@ def learn(pairs: Iterable[tuple[str, Mapping[str, Any]]], max_rows: int = 500) -
     for text, row in pairs[:max_rows]:
         if row["family"] == "exact_id":
             continue
-        doc = texts.setdefault(id(text), Text(text))
+        if id(text) not in texts:  # one Text per document, not per row
+            texts[id(text)] = Text(text)
+        doc = texts[id(text)]
         cls = question_class(row["question"])
         label = cls if row["family"] == "single_hop" else f"{row['family']}:{cls}"
         for name in question_names(row["question"]):
@@ -531,14 +480,14 @@ class KeywordSolver:
         return str(n)
 
 
-def _pairs(split: str, doc_tokens: int) -> list[tuple[str, dict[str, Any]]]:
-    from fathom_rlm.documents import build_split, get_document
+@lru_cache(maxsize=2)
+def _pairs(split: str, doc_tokens: int) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """(document text, row) of every row of `split`, each document generated once. The last two
+    are kept: every attack learns on `train` and answers one split, and an audit runs several."""
+    from fathom_rlm.documents import split_tasks
 
-    rows = build_split(split, doc_tokens=doc_tokens)  # type: ignore[arg-type]
-    texts = {
-        seed: get_document(seed, doc_tokens=doc_tokens).text for seed in {r["seed"] for r in rows}
-    }
-    return [(texts[r["seed"]], r) for r in rows]
+    tasks = split_tasks(split, doc_tokens=doc_tokens)  # type: ignore[arg-type]
+    return tuple((doc.text, task.row(doc)) for doc, task in tasks)
 
 
 def accuracy_by_family(
@@ -569,7 +518,9 @@ def solve_split(
     texts: dict[int, Text] = {}
     right: dict[str, list[bool]] = defaultdict(list)
     for text, row in _pairs(split, doc_tokens)[:limit]:
-        doc = texts.setdefault(row["seed"], Text(text))
+        if row["seed"] not in texts:  # one Text per document, not per row
+            texts[row["seed"]] = Text(text)
+        doc = texts[row["seed"]]
         guess = solver.answer(doc, row["family"], row["question"])
         ok = guess is not None and matches_gold(guess, row["answer"], row.get("aliases", ()))
         right[row["family"]].append(ok)

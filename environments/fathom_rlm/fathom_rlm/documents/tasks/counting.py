@@ -68,8 +68,11 @@ class ArrivalIndex:
             for place, _, _ in arrivals:
                 self.prefix[place][c + 1] += 1
 
-    def count(self, place: int, first: int, last: int) -> int:
-        return self.prefix[place][last + 1] - self.prefix[place][first]
+    def places_counting(self, target: int, first: int, last: int) -> list[int]:
+        """Every town, in index order, with exactly ``target`` arrivals in chapters first..last
+        (one pass over the rows: this is asked for every run of every aggregation draw)."""
+        end = last + 1
+        return [p for p, row in enumerate(self.prefix) if row[end] - row[first] == target]
 
     def has_namesake(self, town: str, start: int, end: int) -> bool:
         return any(start <= at < end for at in self.namesake_arrivals.get(town, ()))
@@ -103,8 +106,7 @@ def aggregation(b: TaskBuilder, rng: random.Random, target: int) -> Task | None:
     matches = [
         (a, z, place)
         for a, z in _runs(b, want, hi)
-        for place in range(len(b.w.places))
-        if index.count(place, a, z) == target
+        for place in index.places_counting(target, a, z)
     ]
     if not matches:
         b.reject("no_count_match")
