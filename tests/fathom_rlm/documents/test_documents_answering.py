@@ -10,6 +10,8 @@ from fathom_rlm.documents import get_document, matches_gold, parse_question
 from fathom_rlm.documents.tasks import task_objects
 from fathom_rlm.documents.tasks.answering import answer_from_facts, count_from_facts, next_hop
 
+pytestmark = pytest.mark.xdist_group("test_documents_answering")
+
 SEEDS = (1_000_000, 2_000_000, 3_000_000, 11)
 
 

@@ -40,7 +40,7 @@ from envtools.policies.fathom import (
 )
 from envtools.policies.fathom.keyword_solver import CORRECTION_CUES, accuracy_by_family
 
-pytestmark = pytest.mark.reward_audit
+pytestmark = [pytest.mark.reward_audit, pytest.mark.xdist_group("test_keyword_solver_audit")]
 
 
 @pytest.fixture(scope="module")

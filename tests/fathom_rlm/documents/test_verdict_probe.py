@@ -16,7 +16,7 @@ from fathom_rlm.documents import get_document, split_seeds
 
 from envtools.policies.fathom import verdict_probe as vp
 
-pytestmark = pytest.mark.reward_audit
+pytestmark = [pytest.mark.reward_audit, pytest.mark.xdist_group("test_verdict_probe")]
 
 TOKENS = 16_000
 
