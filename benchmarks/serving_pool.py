@@ -36,19 +36,9 @@ from typing import Any
 # interpreters (the verifiers 0.4.0 matrix venv) that have the environments but not envtools.
 sys.path.append(str(Path(__file__).resolve().parents[1] / "src"))
 from envtools import cli
+from envtools.pool_eval import env_config_data
 
 API_KEY_VAR = "SERVING_POOL_KEY"
-
-
-def env_config_data(args: argparse.Namespace) -> dict[str, Any]:
-    """The `[env]` block of the run: the taskset's own env, with the arguments given."""
-    taskset: dict[str, Any] = {"id": args.env, "num_examples": args.num_examples}
-    if args.env == "fathom-rlm":
-        taskset["doc_tokens"] = args.doc_tokens
-    else:
-        taskset["dataset_name"] = str(args.data)
-        taskset["length_reward_weight"] = args.length_reward_weight
-    return {"taskset": taskset}
 
 
 def _tree(root: int) -> dict[int, tuple[int, str, int]]:

@@ -119,6 +119,29 @@ CASES: dict[str, Case] = {
     "measure_installs unknown argument": _file(
         "scripts/measure_installs.py", "--online", names="--online"
     ),
+    "pool_eval --workers 0": _module(
+        "envtools.pool_eval",
+        "--env",
+        "fathom-rlm",
+        "--base-url",
+        "http://127.0.0.1:1/v1",
+        "--workers",
+        "0",
+        names="--workers",
+    ),
+    "pool_eval gsm8k data missing": _module(
+        "envtools.pool_eval",
+        "--env",
+        "gsm8k-multireward",
+        "--base-url",
+        "http://127.0.0.1:1/v1",
+        "--data",
+        MISSING,
+        names="--data",
+    ),
+    "openenv_soak data missing": _module(
+        "envtools.openenv_soak", "--data", MISSING, names="--data"
+    ),
 }
 
 # A gsm8k dataset that is not there. Through legacy `vf-eval` (its traceback ends with the

@@ -13,7 +13,6 @@ starts the server itself (two bearer tokens, one per side) on a free loopback po
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -32,6 +31,8 @@ import httpx
 from openenv_guard.client import TokenEnvClient
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from envtools import cli
 
 HONEST = "soak-honest-token-0123456789"
 HOSTILE = "soak-hostile-token-0123456789"
@@ -225,13 +226,20 @@ def _free_port() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m envtools.openenv_soak", description=__doc__)
+    parser = cli.ArgumentParser(prog="python -m envtools.openenv_soak", description=__doc__)
     parser.add_argument("--data", type=Path, required=True, help="gsm8k JSONL")
-    parser.add_argument("--sessions", type=int, default=500, help="honest sessions")
-    parser.add_argument("--concurrency", type=int, default=24, help="honest sessions at once")
-    parser.add_argument("--hostile-every", type=int, default=2, help="one hostile attempt per N")
-    parser.add_argument("--idle-timeout", type=float, default=5.0, help="the server's (s)")
+    parser.add_argument("--sessions", type=cli.integer(1), default=500, help="honest sessions")
+    parser.add_argument(
+        "--concurrency", type=cli.integer(1), default=24, help="honest sessions at once"
+    )
+    parser.add_argument(
+        "--hostile-every", type=cli.integer(1), default=2, help="one hostile attempt per N"
+    )
+    parser.add_argument(
+        "--idle-timeout", type=cli.number(0.001), default=5.0, help="the server's (s)"
+    )
     args = parser.parse_args(argv)
+    parser.require_file("--data", args.data, "a gsm8k JSONL file")
     port = _free_port()
     with tempfile.TemporaryDirectory() as tmp:
         tokens = Path(tmp) / "tokens"

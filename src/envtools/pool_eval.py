@@ -31,17 +31,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+from envtools import cli
+
 DEFAULT_ROLLOUT_TIMEOUT_S = 600.0
 API_KEY_VAR = "POOL_EVAL_API_KEY"
 
 
 def env_config_data(args: argparse.Namespace) -> dict[str, Any]:
-    """The run's `[env]` block: the taskset's own env, with the arguments given."""
+    """The run's `[env]` block: the taskset's own env, with the arguments given (also used by
+    benchmarks/serving_pool.py, which may add `--length-reward-weight` for gsm8k)."""
     taskset: dict[str, Any] = {"id": args.env, "num_examples": args.num_examples}
     if args.env == "fathom-rlm":
         taskset["doc_tokens"] = args.doc_tokens
     else:
         taskset["dataset_name"] = str(args.data)
+        if getattr(args, "length_reward_weight", None) is not None:
+            taskset["length_reward_weight"] = args.length_reward_weight
     return {"taskset": taskset}
 
 
@@ -167,24 +172,31 @@ async def run_pool(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+def build_parser() -> cli.ArgumentParser:
+    parser = cli.ArgumentParser(
         prog="python -m envtools.pool_eval", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--env", choices=["fathom-rlm", "gsm8k-multireward"], required=True)
-    parser.add_argument("--base-url", required=True, help="OpenAI-compatible policy endpoint")
+    parser.add_argument(
+        "--base-url", type=cli.url, required=True, help="OpenAI-compatible policy endpoint"
+    )
     parser.add_argument("--model", default=None, help="policy name (default: per env)")
-    parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--num-examples", type=int, default=8)
-    parser.add_argument("--rollouts", type=int, default=1, help="rollouts per task")
-    parser.add_argument("--rollout-timeout", type=float, default=DEFAULT_ROLLOUT_TIMEOUT_S)
-    parser.add_argument("--doc-tokens", type=int, default=16_000, help="fathom-rlm only")
+    parser.add_argument("--workers", type=cli.integer(1), default=3)
+    parser.add_argument("--num-examples", type=cli.integer(1), default=8)
+    parser.add_argument("--rollouts", type=cli.integer(1), default=1, help="rollouts per task")
+    parser.add_argument(
+        "--rollout-timeout", type=cli.number(0.001), default=DEFAULT_ROLLOUT_TIMEOUT_S
+    )
+    parser.add_argument("--doc-tokens", type=cli.integer(1), default=16_000, help="fathom-rlm only")
     parser.add_argument("--data", type=Path, default=None, help="gsm8k-multireward JSONL")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
-    if args.env == "gsm8k-multireward" and args.data is None:
-        parser.error("--data PATH/TO/gsm8k.jsonl is required for gsm8k-multireward")
-    if args.rollout_timeout <= 0:
-        parser.error("--rollout-timeout must be positive")
+    if args.env == "gsm8k-multireward":
+        parser.require_file("--data", args.data, "a gsm8k JSONL file")
     args.model = args.model or ("fathom-reference" if args.env == "fathom-rlm" else "gsm8k-gold")
     os.environ.setdefault(API_KEY_VAR, "none")
     summary = asyncio.run(run_pool(args))
