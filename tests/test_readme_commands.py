@@ -142,22 +142,6 @@ RUNS: dict[str, Run] = {
         endpoint=True,
         expect={"outputs/*/traces.jsonl": 8},
     ),
-    "eval-env-server-pool": Run(
-        (
-            "uv run eval fathom-rlm -m MODEL --client.base-url URL --client.api-key-var KEY_VAR "
-            "--env.taskset.doc-tokens 16000 -n 8 --serve.pool.type static "
-            "--serve.pool.num-workers 2 --no-push",
-        ),
-        endpoint=True,
-        expect={"outputs/*/traces.jsonl": 8},
-    ),
-    "openenv-soak": Run(
-        (
-            "uv run python -m envtools.openenv_soak --data "
-            "tests/gsm8k_multireward/fixtures/adapters.jsonl --sessions 500",
-        ),
-        says=('"honest_failed": 0', '"hostile_not_refused": []'),
-    ),
     "openenv-server": Run(
         (
             "uv run python -m fathom_rlm.adapters.openenv --port 8000 --llm-base-url URL "
@@ -431,6 +415,17 @@ NOT_RUN: dict[str, str] = {
     # Measurements and studies of minutes on 2 cores (the numbers in the docs come from them).
     "uv run python -m envtools.evaluate --split heldout --n 60 --doc-tokens 200000": _LONG,
     (
+        "uv run python -m envtools.openenv_soak --data "
+        "tests/gsm8k_multireward/fixtures/adapters.jsonl --sessions 500"
+    ): _LONG + "; tests/openenv_guard runs the same soak with 50 sessions",
+    (
+        "uv run eval fathom-rlm -m MODEL --client.base-url URL --client.api-key-var KEY_VAR "
+        "--env.taskset.doc-tokens 16000 -n 8 --serve.pool.type static "
+        "--serve.pool.num-workers 2 --no-push"
+    ): _SAME
+    + "test_fathom_env_server.py::test_server_backed_eval_pool_matches_in_process (this eval "
+    "with these pool flags, read from the README, and every score compared with the core)",
+    (
         "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 200000 "
         "--policies fathom-code-only,fathom-grep-only"
     ): _LONG,
@@ -510,7 +505,8 @@ NOT_RUN: dict[str, str] = {
     (
         "uv run eval fathom-rlm -m MODEL --client.base-url URL --env.taskset.doc-tokens 16000 "
         "-n 8 --serve.pool.type static --serve.pool.num-workers 2 --no-push"
-    ): _SAME + "eval-env-server-pool (the README's form, with the key variable)",
+    ): _SAME + "test_fathom_env_server.py::test_server_backed_eval_pool_matches_in_process (the "
+    "README's form, with the key variable)",
     (
         "SOME_VAR=scripted uv run vf-eval fathom-rlm -m fathom-reference -b "
         """http://127.0.0.1:PORT/v1 -k SOME_VAR -n 5 -r 2 -a '{"doc_tokens": 16000}' -s"""
@@ -532,7 +528,7 @@ NOT_RUN: dict[str, str] = {
         "<API_KEY_VAR> -n 5 -r 2 --env.taskset.doc-tokens 16000 --no-push"
     ): (
         "45 s here; the same CLI, model flags and document length run in eval-in-process "
-        "and eval-env-server-pool (-n 8)"
+        "and in test_fathom_env_server.py's pool eval"
     ),
     "uv run eval fathom-rlm --help": _HELP,
     "uv run vf-eval --help": _HELP,

@@ -83,6 +83,16 @@ def test_env_server_worker_killed_mid_rollout_leaves_nothing(
     assert len(killed["scratch"]) == 1, killed
 
 
+def readme_pool_flags() -> list[str]:
+    """The `--serve.pool.*` flags of the README's env-server command: this test runs that eval
+    (tests/test_readme_commands.py does not run it again)."""
+    readme = (REPO / "README.md").read_text()
+    (command,) = [c for c in readme.split("\n\n") if "uv run eval fathom-rlm" in c and "pool" in c]
+    flags = command.replace("\\\n", " ").split()
+    at = flags.index("--serve.pool.type")
+    return flags[at : at + 4]
+
+
 def test_server_backed_eval_pool_matches_in_process(
     matrix: Any, kit: Any, policy_url: str, eval_rows: list[dict], tmp_path: Path
 ) -> None:
@@ -91,7 +101,8 @@ def test_server_backed_eval_pool_matches_in_process(
     argv = kit.v1_eval_argv(
         python.parent / "eval", policy_url, POLICY, NUM_EXAMPLES, ROLLOUTS, out_dir
     )
-    pool = ["--serve.pool.type", "static", "--serve.pool.num-workers", str(WORKERS)]
+    pool = readme_pool_flags()
+    assert pool == ["--serve.pool.type", "static", "--serve.pool.num-workers", str(WORKERS)]
     run = kit.run_cli([*argv, *pool], tmp_path)
     kit.check_clean(run)
     results = [(trace["task"]["data"]["row"], scores) for trace, scores in kit.v1_traces(out_dir)]
