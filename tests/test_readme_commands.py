@@ -249,6 +249,7 @@ _HELP = "verifiers' own help (15 s to start); the documented eval commands run t
 _MENTION = "names a command in prose; its full form is documented and runs"
 NOT_RUN: dict[str, str] = {
     "bash scripts/test.sh": "the test suite itself",
+    "CI=true bash .ci/run": "the test suite itself, from empty caches",
     'pip install packages/openenv_guard "environments/gsm8k_multireward[openenv]"': _REGISTRY,
     (
         "pip install 'gsm8k-multireward[verifiers]' 'fathom-rlm[verifiers]'   # vf-eval "
