@@ -55,13 +55,12 @@ def add_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"error": " ".join(message.split())[:500], "code": code}, status)
 
     async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        parts = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3]]
-        return reply(422, "VALIDATION_ERROR", "; ".join(parts))
+        return reply(422, "VALIDATION_ERROR", describe_errors(exc.errors()))
 
     async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
         detail = exc.detail
         if isinstance(detail, list):  # openenv-core's 422: pydantic's error list
-            detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in detail[:3])
+            detail = describe_errors(detail)
         return reply(exc.status_code, "HTTP_ERROR", str(detail))
 
     async def client_error(_: Request, exc: Exception) -> JSONResponse:

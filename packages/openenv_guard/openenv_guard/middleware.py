@@ -15,12 +15,12 @@ import json
 import json.decoder
 import json.scanner
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from openenv_guard.quotas import _CURRENT, Client, ClientQuotas, offload
+from openenv_guard.quotas import Client, ClientQuotas, offload, serving
 from openenv_guard.settings import GuardSettings, client_name
 
 Scope = MutableMapping[str, Any]
@@ -55,10 +55,11 @@ def ws_error(code: str, message: str) -> str:
     return json.dumps({"type": "error", "data": data}, separators=(",", ":"))
 
 
-def describe_errors(error: ValidationError) -> str:
-    """A pydantic error as one short line: `field: problem; field: problem`."""
+def describe_errors(errors: Sequence[Mapping[str, Any]]) -> str:
+    """pydantic's error list (`ValidationError.errors()`, or FastAPI's) as one short line:
+    `field: problem; field: problem`."""
     parts = []
-    for item in error.errors()[:3]:
+    for item in errors[:3]:
         where = ".".join(str(p) for p in item["loc"]) or "value"
         parts.append(f"{where}: {item['msg']}")
     return "; ".join(parts)[:300]
@@ -69,11 +70,11 @@ def too_deep(value: Any, limit: int) -> bool:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item
         if not isinstance(item, dict | list):
             continue
         if depth > limit:
             return True
+        children = item.values() if isinstance(item, dict) else item
         stack.extend((child, depth + 1) for child in children)
     return False
 
@@ -140,14 +141,11 @@ class ServingGuard:
             status, code = (401, "UNAUTHORIZED") if client is None else (404, "CLOSED_ROUTE")
             await self._refuse_connection(scope, send, Refused(status, code, why))
             return
-        token = _CURRENT.set(client)
-        try:
+        with serving(client):
             if kind == "http":
                 await self._http(scope, receive, send, client)
             else:
                 await self._websocket(scope, receive, send, client)
-        finally:
-            _CURRENT.reset(token)
 
     def identify(self, scope: Scope) -> Client | None:
         """The client behind a request: its token's identity (None if it has no valid one), or
@@ -290,7 +288,7 @@ class ServingGuard:
         try:
             self.models[kind].model_validate(data)
         except ValidationError as error:
-            raise Refused(422, "VALIDATION_ERROR", describe_errors(error)) from None
+            raise Refused(422, "VALIDATION_ERROR", describe_errors(error.errors())) from None
 
     async def _refuse_connection(self, scope: Scope, send: Send, refusal: Refused) -> None:
         if scope["type"] == "http":

@@ -5,10 +5,11 @@ executor for work too slow for the event loop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
@@ -34,6 +35,16 @@ _CURRENT: contextvars.ContextVar[Client | None] = contextvars.ContextVar(
 def current_client() -> Client | None:
     """The client of the request or `/ws` session being served (None outside a guarded app)."""
     return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def serving(client: Client) -> Iterator[None]:
+    """Make `client` the `current_client()` of the request or session served inside."""
+    token = _CURRENT.set(client)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
 
 
 class QuotaExceeded(Exception):

@@ -49,10 +49,6 @@ class GuardSettings:
     """Routes of openenv-core that the environment does not use (its sessions would be idle)."""
 
     @property
-    def auth_required(self) -> bool:
-        return bool(self.tokens)
-
-    @property
     def loopback(self) -> bool:
         return is_loopback(self.host)
 
