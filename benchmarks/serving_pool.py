@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing as mp
 import os
 import signal
 import sys
@@ -36,7 +35,7 @@ from typing import Any
 # interpreters (the verifiers 0.4.0 matrix venv) that have the environments but not envtools.
 sys.path.append(str(Path(__file__).resolve().parents[1] / "src"))
 from envtools import cli
-from envtools.pool_eval import env_config_data
+from envtools.pool_eval import env_config_data, env_server_pool
 
 API_KEY_VAR = "SERVING_POOL_KEY"
 
@@ -154,73 +153,41 @@ async def _kill_sandbox_worker(server_pid: int) -> dict[str, Any]:
 
 async def drive(args: argparse.Namespace, workers: int) -> dict[str, Any]:
     from verifiers.v1.configs.client import EvalClientConfig
-    from verifiers.v1.serve import EnvClient, serve_env
     from verifiers.v1.types import SamplingConfig
     from verifiers.v1.utils.loaders import load_taskset, resolve_env_config
 
     env_config = resolve_env_config(env_config_data(args))
     tasks = list(load_taskset(env_config.taskset))
-    ctx = mp.get_context("spawn")
-    address_queue = ctx.Queue()
-    parent_end, child_end = ctx.Pipe()
-    server = ctx.Process(
-        target=serve_env,
-        kwargs={
-            "max_workers": workers,
-            "elastic": False,
-            "address": "tcp://127.0.0.1:0",
-            "address_queue": address_queue,
-            "death_pipe": child_end,
-            "config_data": env_config.model_dump(mode="json"),
-            "max_concurrent": args.max_concurrent,
-        },
-    )
-    server.start()
-    child_end.close()
-    assert server.pid is not None
     client_config = EvalClientConfig(base_url=args.base_url, api_key_var=API_KEY_VAR)
     killed: dict[str, Any] | None = None
-    try:
-        address = await asyncio.to_thread(address_queue.get, timeout=600)
-        client = EnvClient(address=address)
-        try:
-            await client.wait_for_server_startup(timeout=600)
+    async with env_server_pool(env_config, workers, args.max_concurrent) as (server, client):
 
-            def rollout(task: Any) -> asyncio.Future[Any]:
-                return asyncio.ensure_future(
-                    client.run(
-                        client=client_config,
-                        model=args.model,
-                        sampling=SamplingConfig(),
-                        task_data=task.data.model_dump(mode="json"),
-                    )
+        def rollout(task: Any) -> asyncio.Future[Any]:
+            return asyncio.ensure_future(
+                client.run(
+                    client=client_config,
+                    model=args.model,
+                    sampling=SamplingConfig(),
+                    task_data=task.data.model_dump(mode="json"),
                 )
+            )
 
-            if not args.kill_worker:
-                # Untimed warm-up, one rollout per worker (least-busy dispatch spreads them):
-                # each worker imports the env and starts its fork server or math-verify pool.
-                await asyncio.gather(*(rollout(tasks[i % len(tasks)]) for i in range(workers)))
-            with PeakMemory(server.pid) as memory:
-                started = time.perf_counter()
-                runs = [rollout(task) for task in tasks for _ in range(args.rollouts)]
-                if args.kill_worker:
-                    killed = await _kill_sandbox_worker(server.pid)
-                    for run in runs:
-                        run.cancel()
-                    await asyncio.gather(*runs, return_exceptions=True)
-                    rows: list[dict[str, Any]] = []
-                else:
-                    rows = [_scores(episode) for episode in await asyncio.gather(*runs)]
-                wall = time.perf_counter() - started
-        finally:
-            await client.close()
-    finally:
-        server.terminate()  # SIGTERM: the pool stops its workers, each closing its env
-        await asyncio.to_thread(server.join, 60)
-        if server.is_alive():
-            server.kill()
-            server.join()
-        parent_end.close()
+        if not args.kill_worker:
+            # Untimed warm-up, one rollout per worker (least-busy dispatch spreads them):
+            # each worker imports the env and starts its fork server or math-verify pool.
+            await asyncio.gather(*(rollout(tasks[i % len(tasks)]) for i in range(workers)))
+        with PeakMemory(server.pid) as memory:
+            started = time.perf_counter()
+            runs = [rollout(task) for task in tasks for _ in range(args.rollouts)]
+            if args.kill_worker:
+                killed = await _kill_sandbox_worker(server.pid)
+                for run in runs:
+                    run.cancel()
+                await asyncio.gather(*runs, return_exceptions=True)
+                rows: list[dict[str, Any]] = []
+            else:
+                rows = [_scores(episode) for episode in await asyncio.gather(*runs)]
+            wall = time.perf_counter() - started
     return {
         "workers": workers,
         "rollouts": len(rows),

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing as mp
 import os
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -92,75 +94,91 @@ def _record(task: Any, episode: Any) -> dict[str, Any]:
     return {"reward": trace.reward, "scores": scores | dict(trace.metrics), "error": None}
 
 
-async def run_pool(args: argparse.Namespace) -> dict[str, Any]:
-    from verifiers.v1.configs.client import EvalClientConfig
+@contextlib.asynccontextmanager
+async def env_server_pool(
+    env_config: Any, workers: int, max_concurrent: int | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
+    """verifiers' env server (`serve_env`, a static pool of `workers`) in a spawned process on a
+    loopback address, and an `EnvClient` connected to it: `(process, client)`. On the way out the
+    client closes and the pool is stopped (SIGTERM: it stops its workers, each closing its env;
+    SIGKILL after 60 s); the process's exit code is then set."""
     from verifiers.v1.serve import EnvClient, serve_env
-    from verifiers.v1.types import SamplingConfig
-    from verifiers.v1.utils.loaders import load_taskset, resolve_env_config
 
-    env_config = resolve_env_config(env_config_data(args))
-    tasks = [t for t in load_taskset(env_config.taskset) for _ in range(args.rollouts)]
     ctx = mp.get_context("spawn")
     address_queue = ctx.Queue()
     parent_end, child_end = ctx.Pipe()
     pool = ctx.Process(
         target=serve_env,
         kwargs={
-            "max_workers": args.workers,
+            "max_workers": workers,
             "elastic": False,
             "address": "tcp://127.0.0.1:0",
             "address_queue": address_queue,
             "death_pipe": child_end,
             "config_data": env_config.model_dump(mode="json"),
+            "max_concurrent": max_concurrent,
         },
     )
     pool.start()
     child_end.close()
     assert pool.pid is not None
-    watch = WorkerWatch(pool.pid)
-    watcher = asyncio.create_task(watch.run())
-    client_config = EvalClientConfig(base_url=args.base_url, api_key_var=API_KEY_VAR)
-    started = time.time()
     try:
         client = EnvClient(address=await asyncio.to_thread(address_queue.get, timeout=600))
         try:
             await client.wait_for_server_startup(timeout=600)
-
-            def request(task: Any) -> Any:
-                return client.run(
-                    client=client_config,
-                    model=args.model,
-                    sampling=SamplingConfig(),
-                    task_data=task.data.model_dump(mode="json"),
-                )
-
-            async def rollout(task: Any) -> dict[str, Any]:
-                try:
-                    episode = await asyncio.wait_for(request(task), args.rollout_timeout)
-                    record = _record(task, episode)
-                except TimeoutError:
-                    dead = [w["pid"] for w in watch.dead]
-                    why = f"; pool worker(s) {dead} died" if dead else ""
-                    record = {"error": f"no reply within {args.rollout_timeout:g} s{why}"}
-                except Exception as exc:  # a failed request is this rollout's error, recorded
-                    record = {"error": f"{type(exc).__name__}: {exc}"[:500]}
-                print(json.dumps(record), flush=True)
-                return record
-
-            warm_up = [asyncio.wait_for(request(task), 600) for task in tasks[: args.workers]]
-            await asyncio.gather(*warm_up)
-            print(json.dumps({"warmed_up": len(warm_up)}), flush=True)
-            records = await asyncio.gather(*(rollout(task) for task in tasks))
+            yield pool, client
         finally:
             await client.close()
     finally:
-        watcher.cancel()
         pool.terminate()
         await asyncio.to_thread(pool.join, 60)
         if pool.is_alive():
             pool.kill()
             pool.join()
         parent_end.close()
+
+
+async def run_pool(args: argparse.Namespace) -> dict[str, Any]:
+    from verifiers.v1.configs.client import EvalClientConfig
+    from verifiers.v1.types import SamplingConfig
+    from verifiers.v1.utils.loaders import load_taskset, resolve_env_config
+
+    env_config = resolve_env_config(env_config_data(args))
+    tasks = [t for t in load_taskset(env_config.taskset) for _ in range(args.rollouts)]
+    client_config = EvalClientConfig(base_url=args.base_url, api_key_var=API_KEY_VAR)
+    started = time.time()
+    async with env_server_pool(env_config, args.workers) as (pool, client):
+        watch = WorkerWatch(pool.pid)
+        watcher = asyncio.create_task(watch.run())
+
+        def request(task: Any) -> Any:
+            return client.run(
+                client=client_config,
+                model=args.model,
+                sampling=SamplingConfig(),
+                task_data=task.data.model_dump(mode="json"),
+            )
+
+        async def rollout(task: Any) -> dict[str, Any]:
+            try:
+                episode = await asyncio.wait_for(request(task), args.rollout_timeout)
+                record = _record(task, episode)
+            except TimeoutError:
+                dead = [w["pid"] for w in watch.dead]
+                why = f"; pool worker(s) {dead} died" if dead else ""
+                record = {"error": f"no reply within {args.rollout_timeout:g} s{why}"}
+            except Exception as exc:  # a failed request is this rollout's error, recorded
+                record = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+            print(json.dumps(record), flush=True)
+            return record
+
+        try:
+            warm_up = [asyncio.wait_for(request(task), 600) for task in tasks[: args.workers]]
+            await asyncio.gather(*warm_up)
+            print(json.dumps({"warmed_up": len(warm_up)}), flush=True)
+            records = await asyncio.gather(*(rollout(task) for task in tasks))
+        finally:
+            watcher.cancel()
     errors = [r["error"] for r in records if r.get("error")]
     return {
         "summary": True,
