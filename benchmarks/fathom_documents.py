@@ -279,8 +279,8 @@ def baselines(n_docs: int, tokens: int, per_doc: int = 60) -> None:
     for seed in range(100, 100 + n_docs):
         doc = generate_document(seed, tokens)
         for row in make_tasks(doc, per_doc):
-            q, gold, aliases = row["question"], row["answer"], row["aliases"]
-            scores[row["family"]].append(
+            q, gold, aliases = row.question, row.answer, row.aliases
+            scores[row.family].append(
                 (
                     matches_gold(blind_answer(doc, q), gold, aliases),
                     matches_gold(grep_answer(doc, q), gold, aliases),

@@ -22,7 +22,7 @@ from typing import Any
 
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.agent import ChatReply, RolloutCaps, run_rollout
-from fathom_rlm.documents import get_document, make_tasks
+from fathom_rlm.documents import TaskRecord, get_document, make_tasks
 from fathom_rlm.rewards import score_rollout
 from fathom_rlm.sandbox import fork_server_cpu_seconds, shutdown_fork_servers, warm_up
 
@@ -30,7 +30,7 @@ from envtools import cli
 from envtools.policies import fathom
 
 
-async def measure(rows: list[dict[str, Any]]) -> dict[str, Any]:
+async def measure(rows: list[TaskRecord]) -> dict[str, Any]:
     policy = fathom.FathomReference()
     policy_cpu = 0.0
 
@@ -48,11 +48,11 @@ async def measure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     calls: list[int] = []
     rewards: list[float] = []
     for row in rows:
-        text = get_document(row["seed"], row["doc_tokens"]).text
+        text = get_document(row.seed, row.doc_tokens).text
         policy_cpu = 0.0
         box0 = fork_server_cpu_seconds()
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        record = await run_rollout(text, row["question"], chat, RolloutCaps())
+        record = await run_rollout(text, row.question, chat, RolloutCaps())
         scores = score_rollout(record, row, document=text)
         cpu1, wall1 = time.process_time(), time.perf_counter()
         box = fork_server_cpu_seconds() - box0

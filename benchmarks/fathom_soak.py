@@ -23,23 +23,22 @@ import signal
 import subprocess
 import sys
 import tempfile
-from typing import Any
 
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.agent import RolloutCaps
-from fathom_rlm.documents import build_split
+from fathom_rlm.documents import TaskRecord, build_split
 
 from envtools import cli
 from envtools.faults import FaultPlan
 from envtools.soak import Chaos, soak
 
 
-def rows_over_documents(doc_tokens: int, documents: int) -> list[dict[str, Any]]:
+def rows_over_documents(doc_tokens: int, documents: int) -> list[TaskRecord]:
     """Eval rows from the first `documents` documents of the split (both processes keep a small
     document cache, so a soak over every document would mostly measure regeneration)."""
     rows = build_split("eval", doc_tokens=doc_tokens)
-    seeds = list(dict.fromkeys(r["seed"] for r in rows))[:documents]
-    return [r for r in rows if r["seed"] in seeds]
+    seeds = list(dict.fromkeys(r.seed for r in rows))[:documents]
+    return [r for r in rows if r.seed in seeds]
 
 
 def start_policy_server(doc_tokens: int, faults: str | None) -> tuple[subprocess.Popen[str], str]:

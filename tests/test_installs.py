@@ -70,22 +70,22 @@ from fathom_rlm.documents import build_split, get_document
 from fathom_rlm.rewards import RewardConfig, score_rollout
 
 row = build_split("eval", 1, doc_tokens=16_000)[0]
-document = get_document(int(row["seed"]), int(row["doc_tokens"])).text
+document = get_document(row.seed, row.doc_tokens).text
 seen = []
 
 async def chat(messages, tools):
     # Turn 1: one real sandboxed repl call that prints the supporting spans; turn 2: the gold
     # answer (this checks the install, not a policy).
     if not any(m["role"] == "tool" for m in messages):
-        code = "print(len(doc))\n" + "".join(f"print(doc[{s}:{e}])\n" for s, e in row["spans"])
+        code = "print(len(doc))\n" + "".join(f"print(doc[{s}:{e}])\n" for s, e in row.spans)
         call = {"id": "c1", "type": "function",
                 "function": {"name": "repl", "arguments": json.dumps({"code": code})}}
         return ChatReply({"role": "assistant", "content": None, "tool_calls": [call]}, None)
     seen.append(messages[-1]["content"])
-    return ChatReply({"role": "assistant", "content": f"<answer>{row['answer']}</answer>"}, None)
+    return ChatReply({"role": "assistant", "content": f"<answer>{row.answer}</answer>"}, None)
 
 caps = RolloutCaps()
-record = asyncio.run(run_rollout(document, row["question"], chat, caps))
+record = asyncio.run(run_rollout(document, row.question, chat, caps))
 scores = score_rollout(record, row, RewardConfig.from_caps(caps), document=document)
 try:
     fathom_rlm.load_environment(doc_tokens=16_000)

@@ -19,7 +19,7 @@ from typing import Any
 
 from fathom_rlm.adapters.scoring import document_text
 from fathom_rlm.agent import ChatFn, ChatReply, RolloutCaps, run_rollout
-from fathom_rlm.documents import build_split
+from fathom_rlm.documents import TaskRecord, build_split
 from fathom_rlm.rewards import RewardConfig, score_rollout
 
 from envtools.policies import fathom
@@ -54,7 +54,7 @@ def sample_tasks(
     doc_tokens: int = DEFAULT_DOC_TOKENS,
     seed: int = 0,
     split: str = SPLIT,
-) -> list[dict[str, Any]]:
+) -> list[TaskRecord]:
     """`n` rows of the eval split, stratified by family in proportion to the split's own mix.
 
     The whole split (200 questions over 20 documents) is built at `doc_tokens`, so the sample
@@ -66,7 +66,7 @@ def sample_tasks(
         raise ValueError(f"n must be between 1 and {len(rows)} (the size of the {split} split)")
     by_family: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
-        by_family.setdefault(row["family"], []).append(i)
+        by_family.setdefault(row.family, []).append(i)
     shares = {f: n * len(idx) / len(rows) for f, idx in by_family.items()}
     quota = {f: math.floor(s) for f, s in shares.items()}
     leftover = n - sum(quota.values())
@@ -78,7 +78,7 @@ def sample_tasks(
 
 
 @contextlib.contextmanager
-def registered_tasks(rows: Iterable[dict[str, Any]]) -> Iterator[None]:
+def registered_tasks(rows: Iterable[TaskRecord]) -> Iterator[None]:
     """Make the scripted readers find these rows, and never regenerate full splits meanwhile."""
     index = fathom.TASKS
     saved = (index.autoload_splits, dict(index.rows))
@@ -206,7 +206,7 @@ def _error_text(exc: BaseException) -> str:
 async def run_one(
     contender: Contender,
     task_index: int,
-    row: dict[str, Any],
+    row: TaskRecord,
     *,
     caps: RolloutCaps | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -215,12 +215,12 @@ async def run_one(
     out: dict[str, Any] = {
         "policy": contender.name,
         "task": task_index,
-        "seed": row["seed"],
-        "doc_tokens": row["doc_tokens"],
-        "family": row["family"],
-        "depth": row["depth"],
-        "question": row["question"],
-        "gold": row["answer"],
+        "seed": row.seed,
+        "doc_tokens": row.doc_tokens,
+        "family": row.family,
+        "depth": row.depth,
+        "question": row.question,
+        "gold": row.answer,
         "answer": None,
         "ended_by": None,
         "error": None,
@@ -235,7 +235,7 @@ async def run_one(
         # so a new document never stalls the other rollouts on the event loop.
         document = await document_text(row)
         record = await asyncio.wait_for(
-            run_rollout(document, row["question"], contender.chat, caps, transcript=transcript),
+            run_rollout(document, row.question, contender.chat, caps, transcript=transcript),
             timeout_s,
         )
         config = RewardConfig.from_caps(caps)
@@ -254,7 +254,7 @@ async def run_one(
 
 async def evaluate(
     contenders: Sequence[Contender],
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[TaskRecord],
     *,
     caps: RolloutCaps | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
@@ -267,7 +267,7 @@ async def evaluate(
     gate = asyncio.Semaphore(concurrency)
     remaining = Counter({c.name: len(rows) for c in contenders})
 
-    async def job(contender: Contender, index: int, row: dict[str, Any]) -> dict[str, Any]:
+    async def job(contender: Contender, index: int, row: TaskRecord) -> dict[str, Any]:
         async with gate:
             result = await run_one(contender, index, row, caps=caps, timeout_s=timeout_s)
         remaining[contender.name] -= 1

@@ -34,7 +34,7 @@ from typing import Any
 
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.agent import RolloutCaps
-from fathom_rlm.documents import SPLIT_SIZES
+from fathom_rlm.documents import SPLIT_SIZES, TaskRecord
 
 from envtools import cli
 from envtools.eval_report import (
@@ -105,7 +105,7 @@ DEFAULT_OUT = Path("outputs/eval")
 
 def run_evaluation(
     contenders: Sequence[Contender],
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[TaskRecord],
     out_dir: Path,
     *,
     config: dict[str, Any],
@@ -147,7 +147,7 @@ def run_evaluation(
             "wall_s": round(wall_s, 1),
         },
         "tasks": [
-            {"task": i, "seed": r["seed"], "family": r["family"], "question": r["question"]}
+            {"task": i, "seed": r.seed, "family": r.family, "question": r.question}
             for i, r in enumerate(rows)
         ],
         "policies": summarize(rollouts, names, resamples=resamples, seed=seed),

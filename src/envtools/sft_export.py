@@ -44,7 +44,13 @@ from typing import Any, Literal
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutCaps, ToolSchema, run_rollout
 from fathom_rlm.agent.turns import normalize_assistant
-from fathom_rlm.documents import SPLIT_SIZES, build_split, get_document, normalize_answer
+from fathom_rlm.documents import (
+    SPLIT_SIZES,
+    TaskRecord,
+    build_split,
+    get_document,
+    normalize_answer,
+)
 from fathom_rlm.rewards import REWARD_NAME, RewardConfig, score_rollout
 
 from envtools import cli
@@ -114,7 +120,7 @@ class CallRecorder:
 class ExportedRollout:
     """One scored rollout and its conversations (empty when it failed)."""
 
-    row: dict[str, Any]
+    row: TaskRecord
     scores: dict[str, float] | None
     conversations: list[Conversation]
     llm_calls: int = 0
@@ -167,7 +173,7 @@ def policy_chat(policy: Policy) -> ChatFn:
 
 
 async def run_and_capture(
-    row: dict[str, Any], chat: ChatFn, caps: RolloutCaps | None = None, timeout_s: float = 600.0
+    row: TaskRecord, chat: ChatFn, caps: RolloutCaps | None = None, timeout_s: float = 600.0
 ) -> ExportedRollout:
     """One rollout through the real loop, with its root transcript and every sub-call recorded."""
     caps = caps or RolloutCaps()
@@ -175,11 +181,11 @@ async def run_and_capture(
     sub_calls = CallRecorder(chat)
     transcript: list[Message] = []
     try:
-        document = get_document(int(row["seed"]), int(row["doc_tokens"])).text
+        document = get_document(row.seed, row.doc_tokens).text
         record = await asyncio.wait_for(
             run_rollout(
                 document,
-                row["question"],
+                row.question,
                 root_calls,
                 caps,
                 sub_chat=sub_calls,
@@ -232,9 +238,9 @@ def to_row(
     messages = [_message_for(m, fmt, names) for m in conversation.messages]
     metadata = {
         "task": task,
-        "seed": rollout.row["seed"],
-        "family": rollout.row["family"],
-        "doc_tokens": rollout.row["doc_tokens"],
+        "seed": rollout.row.seed,
+        "family": rollout.row.family,
+        "doc_tokens": rollout.row.doc_tokens,
         "role": conversation.role,
         "reward": rollout.reward,
     }
@@ -246,7 +252,7 @@ def to_row(
 
 
 async def export_rollouts(
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[TaskRecord],
     chat: ChatFn,
     *,
     caps: RolloutCaps | None = None,
@@ -257,7 +263,7 @@ async def export_rollouts(
         raise ValueError("concurrency must be >= 1")
     gate = asyncio.Semaphore(concurrency)
 
-    async def one(row: dict[str, Any]) -> ExportedRollout:
+    async def one(row: TaskRecord) -> ExportedRollout:
         async with gate:
             return await run_and_capture(row, chat, caps)
 
@@ -337,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{len(selected)} conversations written to {args.out}"
     )
     for rollout in failed:
-        print(f"failed: seed {rollout.row['seed']}: {rollout.error}", file=sys.stderr)
+        print(f"failed: seed {rollout.row.seed}: {rollout.error}", file=sys.stderr)
     # Failures are loud: a policy or loop error is not a low score.
     return 1 if failed or not selected else 0
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from fathom_rlm.adapters.scoring import document_text
 from fathom_rlm.agent import ChatFn, ChatReply, RolloutCaps, RolloutRecord, run_rollout
+from fathom_rlm.documents import TaskRecord
 from fathom_rlm.rewards import RewardConfig, score_rollout
 
 SANDBOX_DIR_PREFIX = "fathom-sandbox-"
@@ -281,7 +282,7 @@ class TimedChat:
 
 async def one_rollout(
     index: int,
-    row: dict[str, Any],
+    row: TaskRecord,
     chat: ChatFn,
     caps: RolloutCaps,
     *,
@@ -291,12 +292,12 @@ async def one_rollout(
     """One rollout; its outcome as a small dict. Failures and cancellations are recorded."""
     timed = TimedChat(chat)
     record = RolloutRecord()
-    out: dict[str, Any] = {"index": index, "family": row["family"], "error": None}
+    out: dict[str, Any] = {"index": index, "family": row.family, "error": None}
     start = time.perf_counter()
     try:
         document = await document_text(row)
         task = asyncio.ensure_future(
-            run_rollout(document, row["question"], timed, caps, record=record)
+            run_rollout(document, row.question, timed, caps, record=record)
         )
         if cancel:
             while not task.done() and record.turns < 1:
@@ -381,7 +382,7 @@ class SoakReport:
 
 async def soak(
     base_url: str,
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[TaskRecord],
     *,
     n: int,
     concurrency: int,

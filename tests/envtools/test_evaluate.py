@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from fathom_rlm.documents import build_split, get_document
+from fathom_rlm.documents import TaskRecord, build_split, get_document
 
 from envtools import evaluate
 from envtools.evaluate import (
@@ -89,12 +89,12 @@ def test_task_sample_is_fixed_and_stratified() -> None:
     rows = sample_tasks(24, doc_tokens=16_000, seed=0)
     assert rows == sample_tasks(24, doc_tokens=16_000, seed=0)
     assert rows != sample_tasks(24, doc_tokens=16_000, seed=1)
-    split = Counter(r["family"] for r in build_split("eval", doc_tokens=16_000))
-    sample = Counter(r["family"] for r in rows)
+    split = Counter(r.family for r in build_split("eval", doc_tokens=16_000))
+    sample = Counter(r.family for r in rows)
     assert sum(sample.values()) == 24 and set(sample) == set(split)
     for family, count in split.items():
         assert abs(sample[family] - 24 * count / 200) < 1
-    assert len({r["seed"] for r in rows}) > 3  # spread over many documents, not the first few
+    assert len({r.seed for r in rows}) > 3  # spread over many documents, not the first few
     with pytest.raises(ValueError):
         sample_tasks(201, doc_tokens=16_000)
 
@@ -103,16 +103,16 @@ def test_task_sample_is_fixed_and_stratified() -> None:
 
 
 @pytest.fixture(scope="module")
-def easy_rows() -> list[dict[str, Any]]:
+def easy_rows() -> list[TaskRecord]:
     """Three tasks of the first eval document, of families the reference policy reads."""
     rows = build_split("eval", 10, doc_tokens=16_000)
     picked = []
     for family in ("exact_id", "single_hop", "temporal"):
-        picked.append(next(r for r in rows if r["family"] == family))
+        picked.append(next(r for r in rows if r.family == family))
     return picked
 
 
-def _config(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _config(rows: list[TaskRecord]) -> dict[str, Any]:
     return {
         "command": "test",
         "split": "eval",
@@ -128,7 +128,7 @@ def _read_rollouts(out: Path) -> list[dict[str, Any]]:
 
 
 def test_end_to_end_writes_every_output_and_ranks_the_reference_first(
-    tmp_path: Path, easy_rows: list[dict[str, Any]]
+    tmp_path: Path, easy_rows: list[TaskRecord]
 ) -> None:
     saved = (fathom.TASKS.autoload_splits, dict(fathom.TASKS.rows))
     contenders = scripted_contenders(["fathom-reference", "fathom-closed-book"])
@@ -158,7 +158,7 @@ def test_end_to_end_writes_every_output_and_ranks_the_reference_first(
 
     rollouts = _read_rollouts(tmp_path)
     assert len(rollouts) == 6
-    excerpt = get_document(easy_rows[0]["seed"], 16_000).text[5_000:5_200]
+    excerpt = get_document(easy_rows[0].seed, 16_000).text[5_000:5_200]
     for r in rollouts:
         assert r["error"] is None and r["scores"]["reward"] >= 0.0
         assert "document" not in r and len(json.dumps(r)) < 4_000
@@ -197,7 +197,7 @@ class Stalling:
 
 
 def test_a_failing_policy_is_recorded_per_rollout_and_the_run_completes(
-    tmp_path: Path, easy_rows: list[dict[str, Any]]
+    tmp_path: Path, easy_rows: list[TaskRecord]
 ) -> None:
     contenders = [
         *scripted_contenders(["fathom-reference"]),
@@ -229,10 +229,10 @@ def test_a_failing_policy_is_recorded_per_rollout_and_the_run_completes(
     assert (tmp_path / CHART_NAME).exists()
 
 
-def test_the_rollout_caps_reach_the_reward(easy_rows: list[dict[str, Any]]) -> None:
+def test_the_rollout_caps_reach_the_reward(easy_rows: list[TaskRecord]) -> None:
     from fathom_rlm.agent import RolloutCaps
 
-    row = next(r for r in easy_rows if len(r["answer"]) > 4)
+    row = next(r for r in easy_rows if len(r.answer) > 4)
     [reference] = scripted_contenders(["fathom-reference"])
 
     def run(caps: RolloutCaps | None) -> dict[str, Any]:
@@ -284,7 +284,7 @@ def test_reply_from_completion_maps_message_tool_calls_and_usage() -> None:
 
 
 def test_a_model_behind_the_scripted_policy_server_matches_the_in_process_policy(
-    tmp_path: Path, easy_rows: list[dict[str, Any]]
+    tmp_path: Path, easy_rows: list[TaskRecord]
 ) -> None:
     with policy_server_in_thread() as base_url:
         contenders = [

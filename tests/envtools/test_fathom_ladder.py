@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from fathom_rlm.agent import ChatReply, RolloutCaps, RolloutRecord, run_rollout
-from fathom_rlm.documents import build_split, get_document
+from fathom_rlm.documents import TaskRecord, build_split, get_document
 from fathom_rlm.rewards import score_rollout
 
 from envtools.evaluate import registered_tasks
@@ -26,12 +26,12 @@ REDACTED = "[removed]"
 
 
 @pytest.fixture(scope="module")
-def rows() -> Iterator[list[dict[str, Any]]]:
+def rows() -> Iterator[list[TaskRecord]]:
     """Two tasks of each family from the first eval documents at 16K tokens."""
     split = build_split("eval", 30, doc_tokens=16_000)
     picked: list[dict[str, Any]] = []
     for family in ("exact_id", "single_hop", "multi_hop", "temporal", "aggregation", "comparison"):
-        picked += [r for r in split if r["family"] == family][:2]
+        picked += [r for r in split if r.family == family][:2]
     with registered_tasks(picked):  # the scripted policies read these rows, and only these
         yield picked
 
@@ -43,12 +43,12 @@ def _redact(text: str, pieces: list[str]) -> str:
 
 
 def run(
-    policy: Policy, row: dict[str, Any], *, redact: bool = False
+    policy: Policy, row: TaskRecord, *, redact: bool = False
 ) -> tuple[RolloutRecord, dict[str, float]]:
     """One rollout; with `redact`, every supporting span (and each of its sentences) is cut out
     of the tool outputs and prompts before the policy sees them."""
-    text = get_document(row["seed"], row["doc_tokens"]).text
-    spans = [text[s:e] for s, e in row["spans"]]
+    text = get_document(row.seed, row.doc_tokens).text
+    spans = [text[s:e] for s, e in row.spans]
     pieces = sorted(
         {*spans, *(p.strip() for s in spans for p in re.split(r"(?<=[.!?])\s+", s))},
         key=len,
@@ -64,21 +64,21 @@ def run(
         result = await policy.respond(messages, tools)
         return ChatReply(result.message, result.usage)
 
-    record = asyncio.run(run_rollout(text, row["question"], chat, RolloutCaps()))
+    record = asyncio.run(run_rollout(text, row.question, chat, RolloutCaps()))
     return record, score_rollout(record, row, document=text)
 
 
-def _whole_region_count(row: dict[str, Any]) -> str:
+def _whole_region_count(row: TaskRecord) -> str:
     from fathom_rlm.documents import parse_question, read_facts
     from fathom_rlm.documents.tasks.answering import count_from_facts
 
-    text = get_document(row["seed"], row["doc_tokens"]).text
-    start, end = row["region"]
-    return str(count_from_facts(parse_question(row["question"]), read_facts(text[start:end])))
+    text = get_document(row.seed, row.doc_tokens).text
+    start, end = row.region
+    return str(count_from_facts(parse_question(row.question), read_facts(text[start:end])))
 
 
 def test_grep_only_never_calls_llm(
-    rows: list[dict[str, Any]],
+    rows: list[TaskRecord],
 ) -> None:
     grep, closed = fathom.GrepOnly(), fathom.ClosedBook()
     for row in rows:
@@ -89,12 +89,12 @@ def test_grep_only_never_calls_llm(
 
 
 def test_depth_one_reference_stays_at_depth_one_and_still_counts(
-    rows: list[dict[str, Any]],
+    rows: list[TaskRecord],
 ) -> None:
     for row in rows:
         record, _ = run(fathom.ReferenceDepth1(), row)
         assert record.depth_used <= 1 and record.depth_reached <= 1
-        if row["family"] == "aggregation":
+        if row.family == "aggregation":
             # Counting section by section doubles nothing and loses at most an arrival whose
             # subject's alias was introduced in another section (the reader drops a fact whose
             # subject it cannot resolve): within one of one reader given the whole range.
@@ -102,7 +102,7 @@ def test_depth_one_reference_stays_at_depth_one_and_still_counts(
             assert whole - 1 <= int(record.final_answer or -9) <= whole
 
 
-def test_depth_zero_reference_reads_only_through_repl_output(rows: list[dict[str, Any]]) -> None:
+def test_depth_zero_reference_reads_only_through_repl_output(rows: list[TaskRecord]) -> None:
     solved = 0
     for row in rows:
         record, scores = run(fathom.ReferenceDepth0(), row)
@@ -111,12 +111,12 @@ def test_depth_zero_reference_reads_only_through_repl_output(rows: list[dict[str
     assert solved >= len(rows) // 2
 
 
-def test_depth_zero_family_pays_no_recursion(rows: list[dict[str, Any]]) -> None:
+def test_depth_zero_family_pays_no_recursion(rows: list[TaskRecord]) -> None:
     """single_hop is labelled depth 0: the depth-matched reference answers it without `llm`
     and gets full recursion credit; the depth-1 rung, whose sub-calls read the supporting
     sentences, recurses one level beyond the requirement and gets half."""
-    single = [r for r in rows if r["family"] == "single_hop"]
-    assert single and all(r["depth"] == 0 for r in single)
+    single = [r for r in rows if r.family == "single_hop"]
+    assert single and all(r.depth == 0 for r in single)
     for row in single:
         record, scores = run(fathom.POLICIES["fathom-reference"](), row)
         assert record.llm_calls == 0 and scores["correctness"] == 1.0
@@ -135,16 +135,16 @@ def test_depth_zero_family_pays_no_recursion(rows: list[dict[str, Any]]) -> None
         "fathom-reference-d0",
     ],
 )
-def test_answers_come_only_from_tool_outputs(rows: list[dict[str, Any]], name: str) -> None:
+def test_answers_come_only_from_tool_outputs(rows: list[TaskRecord], name: str) -> None:
     policy = fathom.POLICIES[name]()
     solved = [r for r in rows if run(policy, r)[1]["correctness"] == 1.0]
     assert solved, name
     for row in solved:
         record, _ = run(policy, row, redact=True)
-        assert record.final_answer != row["answer"], (name, row["question"])
+        assert record.final_answer != row.answer, (name, row.question)
 
 
-def test_slice_reader_answers_from_its_text_alone(rows: list[dict[str, Any]]) -> None:
+def test_slice_reader_answers_from_its_text_alone(rows: list[TaskRecord]) -> None:
     """Given all of a question's evidence, the reader answers it; given the last sentence alone
     (its alias introduction or antecedent cut away), it cannot settle the question and says at
     most "partial" with a lead; given unrelated text, "not found". It is never handed the row."""
@@ -153,19 +153,19 @@ def test_slice_reader_answers_from_its_text_alone(rows: list[dict[str, Any]]) ->
 
     checked = 0
     for row in rows:
-        if row["family"] not in ("single_hop", "multi_hop", "comparison"):
+        if row.family not in ("single_hop", "multi_hop", "comparison"):
             continue
-        text = get_document(row["seed"], row["doc_tokens"]).text
-        spans = sorted(tuple(s) for s in row["spans"])
+        text = get_document(row.seed, row.doc_tokens).text
+        spans = sorted(tuple(s) for s in row.spans)
         # The evidence as the document goes on after it: a statement that ends a text may be
         # cancelled by a next sentence the reader never saw, so it settles nothing.
         last = spans[-1][1]
         evidence = " ".join(text[s:e] for s, e in spans) + text[last : text.find(".", last + 1) + 1]
-        answer = parse_sub_answer(read_slice(row["question"], evidence)).final
-        assert answer is not None and answer in (row["answer"], *row["aliases"]), row["question"]
-        alone = read_slice(row["question"], text[slice(*spans[-1])])
-        assert parse_sub_answer(alone).final != row["answer"], row["question"]
-        assert read_slice(row["question"], "The mill burned down and was rebuilt.") == "not found"
+        answer = parse_sub_answer(read_slice(row.question, evidence)).final
+        assert answer is not None and answer in (row.answer, *row.aliases), row.question
+        alone = read_slice(row.question, text[slice(*spans[-1])])
+        assert parse_sub_answer(alone).final != row.answer, row.question
+        assert read_slice(row.question, "The mill burned down and was rebuilt.") == "not found"
         checked += 1
     assert checked >= 2
 

@@ -247,4 +247,4 @@ def test_fathom_task_index_serves_the_requested_document_length() -> None:
 
     row = build_split("eval", 1, doc_tokens=16_000)[0]
     index = TaskIndex(autoload_splits=("eval",), autoload_doc_tokens=(16_000,))
-    assert index.lookup(row["question"]) == row
+    assert index.lookup(row.question) == row

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fathom_rlm.documents import build_split
+from fathom_rlm.documents import TaskRecord, build_split
 
 from envtools import sft_export
 from envtools.policies.registry import get_policy
@@ -33,22 +33,22 @@ N_TASKS = 3
 TRL_PROGRAM = Path(__file__).parent / "trl_programs" / "sft_rows.py"
 
 
-def first_rows(n: int) -> list[dict[str, Any]]:
+def first_rows(n: int) -> list[TaskRecord]:
     """The first train row that needs a sub-call (depth 1) and the first `n` - 1 others, so
     the export has sub-call conversations whatever the generator's draw of families."""
     split = build_split("train", 20, doc_tokens=DOC_TOKENS)
-    deep = next(r for r in split if r["depth"] >= 1)
+    deep = next(r for r in split if r.depth >= 1)
     head = [r for r in split if r is not deep][: n - 1]
     return [*head, deep]
 
 
 @pytest.fixture(scope="module")
-def rows() -> list[dict[str, Any]]:
+def rows() -> list[TaskRecord]:
     return first_rows(N_TASKS)
 
 
 @pytest.fixture(scope="module")
-def reference(rows: list[dict[str, Any]]) -> list[sft_export.ExportedRollout]:
+def reference(rows: list[TaskRecord]) -> list[sft_export.ExportedRollout]:
     chat = sft_export.policy_chat(get_policy("fathom-reference"))
     return asyncio.run(sft_export.export_rollouts(rows, chat, concurrency=1))
 
@@ -81,7 +81,7 @@ def test_every_rollout_yields_its_root_and_each_sub_call(
         roles = [c.role for c in rollout.conversations]
         assert roles == ["root"] + ["sub"] * rollout.llm_calls
         root = rollout.conversations[0]
-        assert root.messages[1]["content"].endswith(rollout.row["question"])
+        assert root.messages[1]["content"].endswith(rollout.row.question)
         assert {t["function"]["name"] for t in root.tools} == {"repl", "llm"}
         assert "<answer>" in root.messages[-1]["content"]
         # Each sub-call is its own exchange: its system prompt differs from the root's.
@@ -111,7 +111,7 @@ def test_rows_are_well_formed_chats_with_tools(
 
 
 def test_threshold_keeps_honest_rollouts_and_drops_closed_book(
-    rows: list[dict[str, Any]], reference: list[sft_export.ExportedRollout]
+    rows: list[TaskRecord], reference: list[sft_export.ExportedRollout]
 ) -> None:
     assert all(r.reward >= 0.5 for r in reference)
     closed = asyncio.run(

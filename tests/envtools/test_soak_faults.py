@@ -16,7 +16,7 @@ from typing import Any
 import openai
 import pytest
 from fathom_rlm.agent import RolloutCaps
-from fathom_rlm.documents import build_split
+from fathom_rlm.documents import TaskRecord, build_split
 
 from envtools.faults import FaultInjector, FaultPlan
 from envtools.policies.fathom import FathomReference
@@ -30,7 +30,7 @@ OVERALL_S = 900  # a hang fails the test instead of the suite
 
 
 @pytest.fixture(scope="module")
-def rows() -> list[dict[str, Any]]:
+def rows() -> list[TaskRecord]:
     return build_split("eval", 8, doc_tokens=DOC_TOKENS)  # eight questions, one document
 
 
@@ -41,16 +41,16 @@ def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def reference(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def reference(rows: list[TaskRecord]) -> dict[str, Any]:
     # The honest reference reads only the question and the document: it needs no task rows.
     return {"fathom-reference": FathomReference}
 
 
-def run_soak(url: str, rows: list[dict[str, Any]], **kwargs: Any) -> SoakReport:
+def run_soak(url: str, rows: list[TaskRecord], **kwargs: Any) -> SoakReport:
     return asyncio.run(asyncio.wait_for(soak(url, rows, **kwargs), OVERALL_S))
 
 
-def test_soak_of_96_rollouts_at_32_ends_clean(rows: list[dict[str, Any]], own_tmp: Path) -> None:
+def test_soak_of_96_rollouts_at_32_ends_clean(rows: list[TaskRecord], own_tmp: Path) -> None:
     with policy_server_in_thread(policies=reference(rows)) as url:
         report = run_soak(url, rows, n=96, concurrency=32)
     summary = report.summary()
@@ -63,7 +63,7 @@ def test_soak_of_96_rollouts_at_32_ends_clean(rows: list[dict[str, Any]], own_tm
 
 
 def test_faults_and_chaos_end_every_rollout_and_leak_nothing(
-    rows: list[dict[str, Any]], own_tmp: Path
+    rows: list[TaskRecord], own_tmp: Path
 ) -> None:
     # The clean reward of each question, to compare the rollouts that met no fault against.
     with policy_server_in_thread(policies=reference(rows)) as url:
@@ -109,7 +109,7 @@ def plan_faults(plan: FaultPlan) -> list[str]:
 
 
 def test_a_rollout_past_its_time_budget_under_a_slow_server(
-    rows: list[dict[str, Any]], own_tmp: Path
+    rows: list[TaskRecord], own_tmp: Path
 ) -> None:
     # Replies come five budgets late. Not later: the server runs in this process, and its side
     # of each connection stays open until its reply is due, so the leak check waits for it.
@@ -134,7 +134,7 @@ def test_a_rollout_past_its_time_budget_under_a_slow_server(
         ("slow", "answer"),
     ],
 )
-def test_each_fault_over_real_http(fault: str, check: str, rows: list[dict[str, Any]]) -> None:
+def test_each_fault_over_real_http(fault: str, check: str, rows: list[TaskRecord]) -> None:
     plan = FaultPlan(**{fault: 1.0, "slow_s": 0.2})
     messages = [{"role": "user", "content": "hello"}]
     with policy_server_in_thread(faults=plan) as url:

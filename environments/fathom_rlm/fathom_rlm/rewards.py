@@ -22,6 +22,7 @@ from fathom_rlm.tokens import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
     from fathom_rlm.agent.caps import RolloutCaps
+    from fathom_rlm.documents.tasks.record import TaskRecord
 
 REWARD_NAME = "reward"
 COMPONENT_NAMES = ("format_gate", "correctness", "token_budget", "recursion_efficiency")
@@ -201,33 +202,32 @@ def combined_reward(
 # -------------------------------------------------------------------------- oracle costs
 
 
-def _aggregation_region_chars(task_row: Mapping[str, Any], spans: Sequence[Sequence[int]]) -> int:
-    """Characters of the row's `region` (the counted chapter range, as the generator built it),
-    or the extent of the supporting spans for a row without one."""
-    region = task_row.get("region")
-    if region:
-        start, end = (int(x) for x in region)
+def _aggregation_region_chars(task: TaskRecord) -> int:
+    """Characters of the task's `region` (the counted chapter range, as the generator built it),
+    or the extent of the supporting spans for a task without one."""
+    if task.region:
+        start, end = task.region
         return end - start
-    if not spans:
+    if not task.spans:
         return 0
-    return max(int(e) for _, e in spans) - min(int(s) for s, _ in spans)
+    return max(e for _, e in task.spans) - min(s for s, _ in task.spans)
 
 
-def oracle_tokens(task_row: Mapping[str, Any], config: RewardConfig | None = None) -> int:
+def oracle_tokens(task: TaskRecord, config: RewardConfig | None = None) -> int:
     """T*: the tokens a good plan spends on this task, counted like `budget_tokens` (every
     model token). Definition and measurement in docs/rewards.md.
 
-    T* = fixed(family) + reading, where reading is the text no plan can skip: the row's counted
+    T* = fixed(family) + reading, where reading is the text no plan can skip: the task's counted
     `region` (every sentence of it must be judged), nothing otherwise (the fixed part already
     holds the few windows a search-then-read plan reads). fixed(family) is the
     measured median cost of the depth-matched reference on `train` minus its reading.
     """
     cfg = config or RewardConfig()
-    family = str(task_row.get("family", ""))
+    family = task.family
     fixed = int(cfg.oracle_fixed_tokens.get(family, cfg.default_fixed_tokens))
     reading = 0
-    if task_row.get("region") or family == "aggregation":
-        region = _aggregation_region_chars(task_row, task_row.get("spans") or [])
+    if task.region or family == "aggregation":
+        region = _aggregation_region_chars(task)
         reading = math.ceil(region / cfg.chars_per_token)
     return fixed + reading
 
@@ -299,7 +299,7 @@ def evidence_seen(record: RolloutRecord, spans: Sequence[Sequence[int]], documen
 
 def score_rollout(
     record: RolloutRecord,
-    task_row: Mapping[str, Any],
+    task: TaskRecord,
     config: RewardConfig | None = None,
     *,
     document: str | None = None,
@@ -307,29 +307,29 @@ def score_rollout(
     """Every reward component and metric for one rollout, under the names in `SCORE_NAMES`.
 
     `document` is the task's document text; if omitted it is regenerated (and cached) from the
-    row's seed, which only evidence recall needs.
+    task's seed, which only evidence recall needs.
     """
     cfg = config or RewardConfig()
-    spans = task_row.get("spans") or []
+    spans = task.spans
     if spans and document is None:
         from fathom_rlm.documents import get_document
 
-        document = get_document(int(task_row["seed"]), int(task_row["doc_tokens"])).text
+        document = get_document(task.seed, task.doc_tokens).text
     fmt = format_gate(record.final_message)
     answer = single_answer(record.final_message)
     seen = evidence_seen(record, spans, document or "") if cfg.require_evidence else True
     correct = correctness(
         answer,
-        str(task_row["answer"]),
-        task_row.get("aliases") or (),
-        question=str(task_row.get("question", "")),
+        task.answer,
+        task.aliases,
+        question=task.question,
         touched_document=record.touched_document,
         evidence_seen=seen,
         max_answer_chars=cfg.max_answer_chars,
     )
-    oracle = oracle_tokens(task_row, cfg)
+    oracle = oracle_tokens(task, cfg)
     budget = token_budget(record.budget_tokens, oracle, cfg.budget_k)
-    required = int(task_row.get("depth", 0))
+    required = task.depth
     efficiency = recursion_efficiency(reading_depth(record, spans, document or ""), required)
     gate = fmt * correct
     shown_answer = answer if answer is not None else " ".join(answer_blocks(record.final_message))

@@ -15,9 +15,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from fathom_rlm.documents import TaskRecord
 
 API_KEY_VAR = "FATHOM_TEST_KEY"
 DOC_TOKENS = 16_000  # small documents keep the end-to-end runs quick
@@ -111,7 +114,7 @@ def run_cli(argv: list[str], cwd: Path, timeout: float = 900) -> CliRun:
 
 
 @pytest.fixture(scope="session")
-def eval_rows() -> list[dict[str, Any]]:
+def eval_rows() -> list[TaskRecord]:
     """The rows the CLIs are asked for (`num_examples=3` at the test length)."""
     from fathom_rlm.documents import build_split
 
@@ -119,7 +122,7 @@ def eval_rows() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="session")
-def policy_url(eval_rows: list[dict[str, Any]]) -> Any:
+def policy_url(eval_rows: list[TaskRecord]) -> Any:
     """The scripted policy server on loopback, knowing the test rows (their length is not the
     default one it would regenerate by itself)."""
     from envtools.policies.fathom import register_tasks
@@ -130,7 +133,7 @@ def policy_url(eval_rows: list[dict[str, Any]]) -> Any:
         yield url
 
 
-def replay_scores(row: dict[str, Any], policy: str, **arguments: Any) -> dict[str, float]:
+def replay_scores(row: TaskRecord, policy: str, **arguments: Any) -> dict[str, float]:
     """The same rollout run by the core alone (its own loop, the policy called in-process),
     scored by the core: what every adapter must report for this row."""
     from fathom_rlm.adapters.arguments import FathomArguments
@@ -147,7 +150,7 @@ def replay_scores(row: dict[str, Any], policy: str, **arguments: Any) -> dict[st
         return await scripted.respond(messages, tools)
 
     try:
-        record = asyncio.run(run_rollout(load_document(row), row["question"], chat, args.caps()))
+        record = asyncio.run(run_rollout(load_document(row), row.question, chat, args.caps()))
     finally:
         shutdown_fork_servers()
     return score(record, row, args)
@@ -162,24 +165,27 @@ def check_clean(run: CliRun) -> None:
 
 def check_scores(
     results: list[tuple[dict[str, Any], dict[str, float]]],
-    rows: list[dict[str, Any]],
+    rows: list[TaskRecord],
     policy: str,
     rollouts: int,
 ) -> None:
-    """Every row was run `rollouts` times and every score equals the core's own run of it."""
+    """Every row was run `rollouts` times and every score equals the core's own run of it. The
+    saved rows are the framework's JSON: each must read back as the record it was made from."""
+    from fathom_rlm.documents import TaskRecord
     from fathom_rlm.rewards import REWARD_NAME, SCORE_NAMES
 
-    assert len(results) == len(rows) * rollouts
-    assert {row["question"] for row, _ in results} == {row["question"] for row in rows}
+    tasks = [(TaskRecord.from_json(row), scores) for row, scores in results]
+    assert len(tasks) == len(rows) * rollouts
+    assert {task for task, _ in tasks} == set(rows)
     expected: dict[str, dict[str, float]] = {}
-    for row, scores in results:
+    for task, scores in tasks:
         assert set(SCORE_NAMES) <= set(scores), f"missing: {set(SCORE_NAMES) - set(scores)}"
-        if row["question"] not in expected:
-            expected[row["question"]] = replay_scores(row, policy)
+        if task.question not in expected:
+            expected[task.question] = replay_scores(task, policy)
         for name in SCORE_NAMES:
-            assert scores[name] == pytest.approx(expected[row["question"]][name]), (
+            assert scores[name] == pytest.approx(expected[task.question][name]), (
                 name,
-                row["question"],
+                task.question,
             )
     # The honest reference policy must actually be rewarded, or the comparison proves little.
     assert any(scores[REWARD_NAME] > 0.5 for _, scores in results), "nothing was rewarded"

@@ -8,6 +8,7 @@ import pytest
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.scoring import reward_config, score
 from fathom_rlm.agent import RolloutCaps, RolloutRecord
+from fathom_rlm.documents import TaskRecord
 from fathom_rlm.rewards import RewardConfig
 
 
@@ -53,17 +54,19 @@ def test_reward_config_follows_the_caps() -> None:
 
 
 def test_a_non_default_answer_cap_reaches_the_score() -> None:
-    row: dict[str, Any] = {
-        "question": "Who is the holder of permit QX-1?",
-        "answer": "Dyjirn Shoudo",
-        "aliases": [],
-        "seed": 1,
-        "family": "exact_id",
-        "depth": 0,
-        "spans": [],
-        "doc_tokens": 16_000,
-        "region": None,
-    }
+    row = TaskRecord.from_json(
+        {
+            "question": "Who is the holder of permit QX-1?",
+            "answer": "Dyjirn Shoudo",
+            "aliases": [],
+            "seed": 1,
+            "family": "exact_id",
+            "depth": 0,
+            "spans": [],
+            "doc_tokens": 16_000,
+            "region": None,
+        }
+    )
     record = RolloutRecord(
         final_message="<answer>Dyjirn Shoudo</answer>", touched_document=True, ended_by="answer"
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from fathom_rlm.adapters.arguments import FathomArguments
-from fathom_rlm.documents import build_split
+from fathom_rlm.documents import TaskRecord, build_split
 
 from envtools.faults import FaultPlan
 from envtools.policy_server import policy_server_in_thread
@@ -21,7 +21,7 @@ DOC_TOKENS = 16_000
 
 
 @pytest.fixture(scope="module")
-def row() -> dict[str, Any]:
+def row() -> TaskRecord:
     from envtools.policies.fathom import register_tasks
 
     rows = build_split("eval", 1, doc_tokens=DOC_TOKENS)
@@ -29,7 +29,7 @@ def row() -> dict[str, Any]:
     return rows[0]
 
 
-def legacy_rollout(url: str, row: dict[str, Any], **arguments: Any) -> tuple[Any, Any]:
+def legacy_rollout(url: str, row: TaskRecord, **arguments: Any) -> tuple[Any, Any]:
     """One legacy rollout through verifiers' own `rollout`, then the rubric's scores."""
     import openai
     from fathom_rlm.adapters.legacy import FathomLegacyEnv, FathomRubric
@@ -40,10 +40,10 @@ def legacy_rollout(url: str, row: dict[str, Any], **arguments: Any) -> tuple[Any
     env = FathomLegacyEnv(FathomArguments(num_examples=1, doc_tokens=DOC_TOKENS, **arguments))
     rubric = next(r for r in env.rubric.rubrics if isinstance(r, FathomRubric))
     rollout_input = {
-        "prompt": [{"role": "user", "content": row["question"]}],
+        "prompt": [{"role": "user", "content": row.question}],
         "example_id": 0,
-        "answer": row["answer"],
-        "info": json.dumps(row),
+        "answer": row.answer,
+        "info": json.dumps(row.to_json()),
     }
 
     async def go() -> tuple[Any, Any]:
@@ -58,7 +58,7 @@ def legacy_rollout(url: str, row: dict[str, Any], **arguments: Any) -> tuple[Any
     return asyncio.run(asyncio.wait_for(go(), 300))
 
 
-def test_legacy_rollout_past_its_time_budget_ends_and_is_scored(row: dict[str, Any]) -> None:
+def test_legacy_rollout_past_its_time_budget_ends_and_is_scored(row: TaskRecord) -> None:
     from fathom_rlm.adapters.legacy import RECORD_KEY
 
     slow = FaultPlan(slow=1.0, slow_s=60.0)  # every model call takes a minute
@@ -72,7 +72,7 @@ def test_legacy_rollout_past_its_time_budget_ends_and_is_scored(row: dict[str, A
 
 
 def test_legacy_scores_and_documents_are_computed_off_the_loop_thread(
-    row: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    row: TaskRecord, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from fathom_rlm.adapters import legacy
     from fathom_rlm.documents import inflight
@@ -124,7 +124,7 @@ def test_concurrent_requests_for_one_document_generate_it_once() -> None:
 
 
 def test_v1_task_scores_off_the_loop_thread(
-    row: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    row: TaskRecord, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from fathom_rlm.adapters import v1
     from fathom_rlm.agent import RolloutRecord
@@ -138,7 +138,7 @@ def test_v1_task_scores_off_the_loop_thread(
 
     monkeypatch.setattr(v1, "score", spy)
     arguments = FathomArguments(doc_tokens=DOC_TOKENS).as_dict()
-    data = v1.FathomData(prompt=row["question"], row=row, arguments=arguments)
+    data = v1.FathomData(prompt=row.question, row=row.to_json(), arguments=arguments)
     task = v1.FathomTask(data, v1.FathomTasksetConfig().task)
     trace = type("Trace", (), {})()
     trace.state = v1.FathomState(record=RolloutRecord(ended_by="time_budget"))

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from fathom_rlm.adapters.scoring import load_document
 from fathom_rlm.adapters.trl import REWARD_KEYS, final_message, load_trl_environment
+from fathom_rlm.documents import TaskRecord
 
 from envtools.policies.registry import get_policy
 
@@ -96,7 +97,7 @@ def test_a_reference_rollout_scores_as_the_core_scores_it(
         assert loaded.reward_weights["reward"] == 1.0
         assert sum(loaded.reward_weights.values()) == 1.0
         row = loaded.train_dataset[0]
-        task = json.loads(row["info"])
+        task = TaskRecord.from_json(json.loads(row["info"]))
         env = loaded.environment_factory()
         assert env.reset(**row) is None  # nothing for TRL to append: the prompt is complete
         prompt = row["prompt"]

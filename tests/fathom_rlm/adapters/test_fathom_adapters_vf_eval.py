@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from fathom_rlm.rewards import REWARD_NAME
+
+if TYPE_CHECKING:
+    from fathom_rlm.documents import TaskRecord
 
 POLICY = "fathom-reference"
 NUM_EXAMPLES = 3
@@ -53,7 +56,7 @@ def test_legacy_vf_eval(
     matrix: Any,
     kit: Any,
     policy_url: str,
-    eval_rows: list[dict],
+    eval_rows: list[TaskRecord],
     tmp_path: Path,
     verifiers_version: str,
 ) -> None:
@@ -90,7 +93,7 @@ def test_v1_eval(
     matrix: Any,
     kit: Any,
     policy_url: str,
-    eval_rows: list[dict],
+    eval_rows: list[TaskRecord],
     tmp_path: Path,
     verifiers_version: str,
 ) -> None:

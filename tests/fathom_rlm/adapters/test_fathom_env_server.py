@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from fathom_rlm.documents import TaskRecord
 
 REPO = Path(__file__).resolve().parents[3]
 DRIVER = REPO / "benchmarks" / "serving_pool.py"
@@ -59,7 +62,7 @@ def _driver(matrix: Any, kit: Any, policy_url: str, tmp_path: Path, *extra: str)
 
 
 def test_env_server_pool_client_matches_in_process(
-    matrix: Any, kit: Any, policy_url: str, eval_rows: list[dict], tmp_path: Path
+    matrix: Any, kit: Any, policy_url: str, eval_rows: list[TaskRecord], tmp_path: Path
 ) -> None:
     run = _driver(matrix, kit, policy_url, tmp_path)
     kit.check_clean(run)
@@ -94,7 +97,7 @@ def readme_pool_flags() -> list[str]:
 
 
 def test_server_backed_eval_pool_matches_in_process(
-    matrix: Any, kit: Any, policy_url: str, eval_rows: list[dict], tmp_path: Path
+    matrix: Any, kit: Any, policy_url: str, eval_rows: list[TaskRecord], tmp_path: Path
 ) -> None:
     python = matrix.python("0.3.1")
     out_dir = tmp_path / "out"

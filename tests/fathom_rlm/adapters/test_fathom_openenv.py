@@ -16,7 +16,7 @@ import asyncio
 import json
 import signal
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -27,6 +27,9 @@ from openenv.core.generic_client import GenericEnvClient
 from websockets.asyncio.client import connect as ws_connect
 
 from envtools.policies.registry import get_policy
+
+if TYPE_CHECKING:
+    from fathom_rlm.documents import TaskRecord
 
 POLICY = "fathom-reference"
 NUM_EXAMPLES = 3
@@ -133,14 +136,14 @@ async def play(
 
 
 def test_scripted_episode_matches_in_process_loop(
-    server: Any, kit: Any, eval_rows: list[dict]
+    server: Any, kit: Any, eval_rows: list[TaskRecord]
 ) -> None:
     for index, row in enumerate(eval_rows):
         result = asyncio.run(play(server.url, index))
         assert result.done
         want = kit.replay_scores(row, POLICY)
         obs = result.observation
-        assert result.reward == pytest.approx(want[REWARD_NAME]), row["question"]
+        assert result.reward == pytest.approx(want[REWARD_NAME]), row.question
         assert obs["rewards"] == pytest.approx({k: want[k] for k in COMPONENT_NAMES})
         assert obs["metrics"] == pytest.approx({k: want[k] for k in METRIC_NAMES})
         assert obs["ended_by"] == "answer"
@@ -223,7 +226,9 @@ async def _many_sessions(url: str, sessions: int) -> list[Any]:
     return await asyncio.gather(*runs)
 
 
-def test_32_concurrent_sessions_leave_nothing(server: Any, kit: Any, eval_rows: list) -> None:
+def test_32_concurrent_sessions_leave_nothing(
+    server: Any, kit: Any, eval_rows: list[TaskRecord]
+) -> None:
     # One episode first, so the process-wide parts (fork server, janitor) exist in the baseline.
     assert asyncio.run(play(server.url, 0)).done
     baseline_fds = server.open_fds()

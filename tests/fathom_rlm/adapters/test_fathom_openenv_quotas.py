@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from fathom_rlm.adapters.openenv import main
@@ -21,6 +21,9 @@ from fathom_rlm.agent.prompts import reader_message, reader_system_prompt
 from openenv_guard.client import TokenEnvClient
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
+
+if TYPE_CHECKING:
+    from fathom_rlm.documents import TaskRecord
 
 TOKEN = "fathom-test-token-0123456789"
 OTHER_TOKEN = "fathom-other-client-token-0123456789"
@@ -44,7 +47,7 @@ def tokens_per_sub_call(document_text: str, slice_: str = SLICE) -> int:
 
 
 @pytest.fixture(scope="module")
-def charges(eval_rows: list) -> dict[str, int]:
+def charges(eval_rows: list[TaskRecord]) -> dict[str, int]:
     """Token charges of the sub-calls the tests make, and the budgets set from them: a session
     holds two plain sub-calls, a client four (the three plain ones the first test's client makes
     fit; two long ones do not)."""

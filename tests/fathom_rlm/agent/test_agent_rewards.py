@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from fathom_rlm.agent import RolloutRecord, SubCallRecord
+from fathom_rlm.documents import TaskRecord
 from fathom_rlm.rewards import (
     SCORE_NAMES,
     RewardConfig,
@@ -118,7 +121,7 @@ def test_combined_reward_weights_come_from_the_config() -> None:
     assert combined_reward(1, 1, 0, 1, cfg) == pytest.approx(0.7)
 
 
-def _row(**changes: object) -> dict:
+def _row(**changes: object) -> TaskRecord:
     row = {
         "question": "Which master schooled the creator of the Trothox Sextant?",
         "answer": "Dyjirn Shoudo",
@@ -128,9 +131,10 @@ def _row(**changes: object) -> dict:
         "depth": 1,
         "spans": [[100, 160]],
         "doc_tokens": 16_000,
+        "region": None,
     }
     row.update(changes)
-    return row
+    return TaskRecord.from_json(row)
 
 
 def test_oracle_costs_per_family() -> None:
@@ -152,9 +156,9 @@ def test_oracle_costs_per_family() -> None:
     expected = fixed["aggregation"] + 10_000
     assert oracle_tokens(agg, cfg) == expected
     # The region, not the question's wording, sets the cost.
-    assert oracle_tokens({**agg, "question": "How many, in chapters 1 to 2?"}, cfg) == expected
+    assert oracle_tokens(replace(agg, question="How many, in chapters 1 to 2?"), cfg) == expected
     # A row without a region falls back to the extent of its spans.
-    spread = {**agg, "region": None, "spans": [[30_000, 30_100], [32_000, 32_100]]}
+    spread = replace(agg, region=None, spans=((30_000, 30_100), (32_000, 32_100)))
     assert oracle_tokens(spread, cfg) == fixed["aggregation"] + 525
     # The constants are config: another ratio or table changes the cost.
     assert oracle_tokens(agg, RewardConfig(chars_per_token=2.0)) == fixed["aggregation"] + 20_000
@@ -253,6 +257,6 @@ def test_recursion_credits_only_levels_that_read_support() -> None:
             SubCallRecord(1, "rlm", "tool", "range", 60, 20, read_chars=60, read_texts=[read])
         )
         record.show_range(90, 200)
-        scores = score_rollout(record, {**row, "depth": 1}, document=document)
+        scores = score_rollout(record, replace(row, depth=1), document=document)
         assert scores["depth_used"] == 1.0
         assert scores["recursion_efficiency"] == expected, read

@@ -9,12 +9,23 @@ from typing import Any
 
 import pytest
 from fathom_rlm.agent import ChatReply, RolloutCaps, RolloutRecord, prompts, run_rollout
+from fathom_rlm.documents import TaskRecord
 from fathom_rlm.rewards import score_rollout
 from fathom_rlm.sandbox import SandboxConfig, SandboxSession
 
 DOCUMENT = "Orin Vale lived in Denhan. " + "Filler about the weather. " * 400
 QUESTION = "Where did Orin Vale live?"
-ROW = {"question": QUESTION, "answer": "Denhan", "aliases": [], "depth": 0, "spans": []}
+TASK = TaskRecord(
+    question=QUESTION,
+    answer="Denhan",
+    aliases=(),
+    seed=0,
+    family="exact_id",
+    depth=0,
+    spans=(),
+    doc_tokens=16_000,
+    region=None,
+)
 HANG = 3_600.0  # a model call or cell that would outlive any test
 
 
@@ -66,7 +77,7 @@ def test_a_hanging_model_call_ends_at_the_budget_and_is_scored() -> None:
     assert record.final_answer is None
     assert record.turns == 1 and record.repl_calls == 1  # what it did is kept
     assert record.touched_document
-    scores = score_rollout(record, ROW)
+    scores = score_rollout(record, TASK)
     assert scores["reward"] == 0.0 and scores["correctness"] == 0.0
     assert record.summary()["ended_by"] == "time_budget"
 

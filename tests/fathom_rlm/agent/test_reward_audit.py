@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from fathom_rlm.agent import ChatReply, RolloutCaps, RolloutRecord, run_rollout
-from fathom_rlm.documents import get_document, make_tasks
+from fathom_rlm.documents import TaskRecord, get_document, make_tasks
 from fathom_rlm.documents.tasks.intent import READING_FAMILIES
 from fathom_rlm.rewards import score_rollout
 
@@ -44,18 +44,18 @@ pytestmark = [pytest.mark.reward_audit, pytest.mark.xdist_group("test_reward_aud
 
 
 @pytest.fixture(scope="module")
-def tasks() -> Iterator[list[dict[str, Any]]]:
+def tasks() -> Iterator[list[TaskRecord]]:
     rows = [r for s, n, k in TASK_SOURCES for r in make_tasks(get_document(s, n), k)]
     with registered_tasks(rows):  # the scripted policies read these rows, and only these
         yield rows
 
 
-Result = tuple[dict[str, Any], RolloutRecord, dict[str, float], list[dict[str, Any]]]
+Result = tuple[TaskRecord, RolloutRecord, dict[str, float], list[dict[str, Any]]]
 _RESULTS: dict[str, list[Result]] = {}
 
 
-def run_policy(name: str, rows: list[dict[str, Any]]) -> list[Result]:
-    key = f"{name}|{len(rows)}|{rows[0]['question']}"
+def run_policy(name: str, rows: list[TaskRecord]) -> list[Result]:
+    key = f"{name}|{len(rows)}|{rows[0].question}"
     if key not in _RESULTS:
         policy = fathom.POLICIES[name]()
 
@@ -66,10 +66,10 @@ def run_policy(name: str, rows: list[dict[str, Any]]) -> list[Result]:
         async def main() -> list[Result]:
             out: list[Result] = []
             for row in rows:
-                text = get_document(row["seed"], row["doc_tokens"]).text
+                text = get_document(row.seed, row.doc_tokens).text
                 transcript: list[dict[str, Any]] = []
                 record = await run_rollout(
-                    text, row["question"], chat, RolloutCaps(), transcript=transcript
+                    text, row.question, chat, RolloutCaps(), transcript=transcript
                 )
                 out.append((row, record, score_rollout(record, row, document=text), transcript))
             return out
@@ -82,7 +82,7 @@ def mean(results: list[Result], key: str) -> float:
     return statistics.fmean(r[2][key] for r in results)
 
 
-def test_reference_policy_is_strong(tasks: list[dict[str, Any]]) -> None:
+def test_reference_policy_is_strong(tasks: list[TaskRecord]) -> None:
     results = run_policy("fathom-reference", tasks)
     assert mean(results, "correctness") >= 0.75
     assert mean(results, "reward") >= 0.6
@@ -91,19 +91,19 @@ def test_reference_policy_is_strong(tasks: list[dict[str, Any]]) -> None:
     # It recurses where the family needs it and not beyond, and every level it used read text.
     for row, record, scores, _ in results:
         if scores["correctness"]:
-            assert record.depth_used == row["depth"], row["family"]
+            assert record.depth_used == row.depth, row.family
             assert scores["recursion_efficiency"] == 1.0
 
 
 @pytest.mark.parametrize("attack", ATTACKS)
-def test_attack_scores_far_below_reference(tasks: list[dict[str, Any]], attack: str) -> None:
+def test_attack_scores_far_below_reference(tasks: list[TaskRecord], attack: str) -> None:
     reference = mean(run_policy("fathom-reference", tasks), "reward")
     attacked = mean(run_policy(attack, tasks), "reward")
     assert attacked <= 0.05, f"{attack}: mean reward {attacked:.3f}"
     assert attacked <= reference - 0.5
 
 
-def test_answer_rewrites_did_the_honest_work_first(tasks: list[dict[str, Any]]) -> None:
+def test_answer_rewrites_did_the_honest_work_first(tasks: list[TaskRecord]) -> None:
     """The format attacks hold the right answer and still get nothing for the way they give it."""
     reference = run_policy("fathom-reference", tasks)
     solved = [i for i, r in enumerate(reference) if r[2]["correctness"] == 1.0]
@@ -119,7 +119,7 @@ def test_answer_rewrites_did_the_honest_work_first(tasks: list[dict[str, Any]]) 
         assert two[2]["format_gate"] == 0.0
 
 
-def test_attack_symptoms_are_visible_in_the_metrics(tasks: list[dict[str, Any]]) -> None:
+def test_attack_symptoms_are_visible_in_the_metrics(tasks: list[TaskRecord]) -> None:
     closed = run_policy("fathom-closed-book", tasks)
     assert all(r[1].touched_document is False and r[1].total_tool_calls == 0 for r in closed)
     spam = run_policy("fathom-recursion-spam", tasks)
@@ -133,7 +133,7 @@ def test_attack_symptoms_are_visible_in_the_metrics(tasks: list[dict[str, Any]])
     assert mean(verbose, "token_budget") < 0.2
 
 
-def test_sandbox_never_hands_out_the_gold(tasks: list[dict[str, Any]]) -> None:
+def test_sandbox_never_hands_out_the_gold(tasks: list[TaskRecord]) -> None:
     for _row, _record, scores, transcript in run_policy("fathom-sandbox-leak", tasks):
         outputs = [m["content"] for m in transcript if m["role"] == "tool"]
         probes = outputs[: len(fathom._LEAK_PROBES)]
@@ -141,17 +141,17 @@ def test_sandbox_never_hands_out_the_gold(tasks: list[dict[str, Any]]) -> None:
         assert scores["correctness"] == 0.0
 
 
-def test_phantom_evidence_is_not_evidence(tasks: list[dict[str, Any]]) -> None:
+def test_phantom_evidence_is_not_evidence(tasks: list[TaskRecord]) -> None:
     """Gold in hand, ranges handed to sub-agents that never read them: the answer is the gold,
     yet no evidence entered a model's context, no level of depth counts, and nothing scores."""
     for row, record, scores, _ in run_policy("fathom-phantom-evidence", tasks):
-        assert record.final_answer == row["answer"]
+        assert record.final_answer == row.answer
         assert record.sub_calls and all(s.read_chars == 0 for s in record.sub_calls)
         assert record.depth_used == 0 and record.depth_reached >= 1
         assert scores["evidence_seen"] == 0.0 and scores["correctness"] == 0.0
 
 
-def test_family_priors_learned_on_train_do_not_pay(tasks: list[dict[str, Any]]) -> None:
+def test_family_priors_learned_on_train_do_not_pay(tasks: list[TaskRecord]) -> None:
     results = run_policy("fathom-family-prior", tasks)
     assert mean(results, "reward") <= 0.05
     # It did answer its priors (not a placeholder), and they are rarely right even ungated.
@@ -165,7 +165,7 @@ HELDOUT_ROWS = 60
 
 
 @pytest.fixture(scope="module")
-def heldout_rows() -> list[dict[str, Any]]:
+def heldout_rows() -> list[TaskRecord]:
     """The first held-out documents at 16K tokens: wordings the adversary never saw on train."""
     from fathom_rlm.documents import build_split
 
@@ -173,7 +173,7 @@ def heldout_rows() -> list[dict[str, Any]]:
 
 
 def test_code_only_adversary_fails_where_reading_is_needed(
-    heldout_rows: list[dict[str, Any]],
+    heldout_rows: list[TaskRecord],
 ) -> None:
     """The strongest regex solver we have, tuned on train, on held-out wordings: at most 0.30
     correct on every family that needs reading (every family but the ID lookup, whatever its
@@ -182,20 +182,20 @@ def test_code_only_adversary_fails_where_reading_is_needed(
     by_family: dict[str, list[float]] = {}
     for row, record, scores, _ in results:
         assert record.llm_calls == 0 and record.repl_calls >= 1
-        if row["family"] in READING_FAMILIES:
-            by_family.setdefault(row["family"], []).append(scores["correctness"])
+        if row.family in READING_FAMILIES:
+            by_family.setdefault(row.family, []).append(scores["correctness"])
     assert by_family
     for family, values in by_family.items():
         assert statistics.fmean(values) <= 0.30, (family, values)
 
 
-def test_depth_padding_earns_no_recursion_credit(tasks: list[dict[str, Any]]) -> None:
+def test_depth_padding_earns_no_recursion_credit(tasks: list[TaskRecord]) -> None:
     """Depth gaming: the depth-0 reference answers, after handing 60 characters of chapter 1 to
     a sub-agent that prints them. The sub-call read text at depth 1 (`depth_used` says so), but
     no supporting sentence, so the recursion term credits nothing; the honest depth-1 reference
     on the same tasks gets full credit."""
     padded = run_policy("fathom-depth-padding", tasks)
-    solved = [r for r in padded if r[0]["depth"] >= 1 and r[2]["correctness"] == 1.0]
+    solved = [r for r in padded if r[0].depth >= 1 and r[2]["correctness"] == 1.0]
     assert len(solved) >= 8
     for _row, record, scores, _ in solved:
         assert record.depth_used == 1 and record.llm_calls == 1

@@ -28,8 +28,8 @@ def scored():
     for seed in SEEDS:
         doc = get_document(seed, 16_000)
         for row in make_tasks(doc, 60):
-            q, gold, aliases = row["question"], row["answer"], row["aliases"]
-            out[row["family"]].append(
+            q, gold, aliases = row.question, row.answer, row.aliases
+            out[row.family].append(
                 (
                     matches_gold(blind_answer(doc, q), gold, aliases),
                     matches_gold(grep_answer(doc, q), gold, aliases),

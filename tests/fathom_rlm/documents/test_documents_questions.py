@@ -10,7 +10,7 @@ import re
 import pytest
 from fathom_rlm.agent.caps import RolloutCaps
 from fathom_rlm.documents import FAMILIES, QuestionParseError, parse_question, split_tasks
-from fathom_rlm.documents.tasks import RELATIONS, region_bounds
+from fathom_rlm.documents.tasks import RELATIONS, TaskRecord, region_bounds
 from fathom_rlm.documents.tasks.intent import intent_from_slots, template_pattern
 from fathom_rlm.documents.tasks.predictability import count_rows, report
 from fathom_rlm.documents.tasks.wordings import ORDINALS, TIMES
@@ -116,15 +116,16 @@ def test_aggregation_runs_need_more_than_eight_slices_and_fit_the_budget():
     assert hi <= (caps.max_sub_calls - 1) * caps.max_slice_chars
     assert FAMILIES["aggregation"] == 1
     rows = [
-        task.row(doc)
+        task.record(doc)
         for doc, task in split_tasks(
             "train", 40, doc_tokens=200_000, family_mix={"aggregation": 1.0}
         )
     ]
     for row in rows:
-        start, end = row["region"]
+        assert row.region is not None
+        start, end = row.region
         assert lo <= end - start <= hi
-        assert len(row["spans"]) == int(row["answer"])
+        assert len(row.spans) == int(row.answer)
 
 
 def test_counts_are_not_predictable_from_the_question():
@@ -134,12 +135,12 @@ def test_counts_are_not_predictable_from_the_question():
     the train split itself."""
     aggregation = split_tasks("train", 1200, doc_tokens=200_000, family_mix={"aggregation": 1.0})
     split = split_tasks("train")  # the same seeds in the same order, ten rows each
-    rows: dict[str, list[dict]] = {"aggregation": [], "split": []}
+    rows: dict[str, list[TaskRecord]] = {"aggregation": [], "split": []}
     # In step, so each 200K-token document is generated once and met again in the cache.
     for pair in itertools.zip_longest(aggregation, split):
         for kind, doc_task in zip(rows, pair, strict=True):
             if doc_task is not None:
-                rows[kind].append(doc_task[1].row(doc_task[0]))
+                rows[kind].append(doc_task[1].record(doc_task[0]))
     assert len(rows["aggregation"]) == 1200
     for name, entry in report(count_rows(rows["aggregation"])).items():
         assert entry["loo"] <= 0.10, (name, entry)

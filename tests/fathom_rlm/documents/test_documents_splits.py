@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from fathom_rlm.documents import SPLIT_SIZES, build_split, get_document, split_seeds
+from fathom_rlm.documents import SPLIT_SIZES, TaskRecord, build_split, get_document, split_seeds
 from fathom_rlm.documents import splits as splits_module
 
 ROW_KEYS = {
@@ -43,8 +43,8 @@ def test_standard_sizes():
 def test_small_split_rows(monkeypatch):
     rows = build_split("eval", 24, doc_tokens=16_000, questions_per_document=8)
     assert len(rows) == 24
-    assert {r["seed"] for r in rows} == set(split_seeds("eval", 24, 8))
-    for r in rows:
+    assert {r.seed for r in rows} == set(split_seeds("eval", 24, 8))
+    for r in (task.to_json() for task in rows):
         assert set(r) == ROW_KEYS
         assert r["doc_tokens"] == 16_000
         assert all(isinstance(s, list) and len(s) == 2 for s in r["spans"])
@@ -54,10 +54,10 @@ def test_small_split_rows(monkeypatch):
             assert all(start <= s and e <= end for s, e in r["spans"])
         else:
             assert r["region"] is None
-    blob = json.dumps(rows)
+    blob = json.dumps([r.to_json() for r in rows])
     assert len(blob) / len(rows) < 1000  # small rows: never the document
-    assert json.loads(blob) == rows
-    doc = get_document(rows[0]["seed"], rows[0]["doc_tokens"])
+    assert [TaskRecord.from_json(r) for r in json.loads(blob)] == rows
+    doc = get_document(rows[0].seed, rows[0].doc_tokens)
     assert doc.text not in blob and doc.text[:2000] not in blob
     # Rebuilding gives the same rows (regenerated documents, same questions).
     assert build_split("eval", 24, doc_tokens=16_000, questions_per_document=8) == rows
@@ -74,7 +74,7 @@ def test_family_mix_is_respected():
     rows = build_split(
         "train", 20, doc_tokens=16_000, family_mix={"temporal": 1.0}, questions_per_document=10
     )
-    assert {r["family"] for r in rows} == {"temporal"}
+    assert {r.family for r in rows} == {"temporal"}
 
 
 def test_heldout_is_built_only_when_asked(monkeypatch):
@@ -91,7 +91,7 @@ def test_heldout_is_built_only_when_asked(monkeypatch):
     heldout = set(split_seeds("heldout", questions_per_document=1))
     assert requested and not heldout & set(requested)
     rows = build_split("heldout", 5, doc_tokens=16_000, questions_per_document=5)
-    assert len(rows) == 5 and rows[0]["seed"] in heldout
+    assert len(rows) == 5 and rows[0].seed in heldout
 
 
 def test_unknown_split_is_an_error():
@@ -110,6 +110,7 @@ _ROWS_CODE = (
     "from fathom_rlm.documents import build_split\n"
     "for split in ('train', 'eval'):\n"
     "    rows = build_split(split, 20, doc_tokens=16_000)\n"
+    "    rows = [row.to_json() for row in rows]\n"
     "    print(hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest())\n"
 )
 

@@ -138,8 +138,8 @@ def test_gold_matches_world_state(family_tasks, family):
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_spans_contain_the_evidence(family_tasks, family):
     for doc, task in family_tasks[family]:
-        row = task.row(doc)
-        assert row["spans"]
+        row = task.record(doc)
+        assert row.spans
         texts = [" ".join(doc.text[s:e] for s, e in ev.spans) for ev in task.evidence]
         for ev, text in zip(task.evidence, texts, strict=True):
             for group in ev.required:
@@ -152,7 +152,7 @@ def test_spans_contain_the_evidence(family_tasks, family):
         else:
             # The answer (or an alias, articles dropped) is written in the evidence.
             assert any(f.removeprefix("the ") in " ".join(texts) for f in forms), task.question
-        for s, e in row["spans"]:
+        for s, e in row.spans:
             assert 0 <= s < e <= len(doc.text)
             assert e - s < 600  # a sentence, not a chapter
 
@@ -187,7 +187,7 @@ def test_aggregation_region_and_counts(family_tasks):
         # The row carries the counted chapters' exact character range (the reward's oracle
         # reads it), and every counted span lies inside it.
         assert task.region == (doc.chapters[a - 1].start, doc.chapters[b - 1].end)
-        assert task.row(doc)["region"] == [doc.chapters[a - 1].start, doc.chapters[b - 1].end]
+        assert task.record(doc).region == (doc.chapters[a - 1].start, doc.chapters[b - 1].end)
         assert all(
             task.region[0] <= s and e <= task.region[1]
             for s, e in (ev.span for ev in task.evidence)
@@ -270,12 +270,12 @@ def test_make_tasks_rows_and_mix(short_docs):
     doc = short_docs[1]
     rows = make_tasks(doc, 20, {"exact_id": 1, "comparison": 1}, rng_seed=3)
     assert len(rows) == 20
-    assert {r["family"] for r in rows} == {"exact_id", "comparison"}
+    assert {r.family for r in rows} == {"exact_id", "comparison"}
     assert rows == make_tasks(doc, 20, {"exact_id": 1, "comparison": 1}, rng_seed=3)
     assert rows != make_tasks(doc, 20, {"exact_id": 1, "comparison": 1}, rng_seed=4)
-    assert len({r["question"] for r in rows}) == 20
+    assert len({r.question for r in rows}) == 20
     for r in rows:
-        assert r["depth"] == FAMILIES[r["family"]] and r["seed"] == doc.seed
+        assert r.depth == FAMILIES[r.family] and r.seed == doc.seed
     with pytest.raises(ValueError):
         make_tasks(doc, 3, {"trivia": 1.0})
 

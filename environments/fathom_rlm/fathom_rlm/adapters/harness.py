@@ -22,6 +22,7 @@ from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.endpoint import endpoint_chat
 from fathom_rlm.adapters.scoring import document_text
 from fathom_rlm.agent import ChatFn, RolloutRecord, run_rollout
+from fathom_rlm.documents.tasks.record import TaskRecord
 from fathom_rlm.serving import open_serving_scope
 
 
@@ -78,12 +79,12 @@ class FathomHarness(vf.Harness[FathomHarnessConfig]):
         data: Any,
         **kwargs: Any,
     ) -> vf.ProgramResult:
-        row: dict[str, Any] = data.row
+        task = TaskRecord.from_json(data.row)
         args = FathomArguments(**data.arguments)
         # This process's sandbox scratch root and janitor (an env-server worker's, or the
         # eval's own): closed by `FathomEnv.stop`, removed by the janitor if the process dies.
         open_serving_scope()
-        document = await document_text(row)
+        document = await document_text(task)
         # The record fills in as the rollout runs, so a rollout that a verifiers stop or limit
         # interrupts is still scored on what it did (its missing answer scores 0).
         record = RolloutRecord()
@@ -93,7 +94,7 @@ class FathomHarness(vf.Harness[FathomHarnessConfig]):
             sub_chat = interception_chat(client, ctx.model, args.sub_max_completion_tokens)
             try:
                 await run_rollout(
-                    document, row["question"], chat, args.caps(), sub_chat=sub_chat, record=record
+                    document, task.question, chat, args.caps(), sub_chat=sub_chat, record=record
                 )
             except Exception as exc:
                 if trace.stop_condition is None:

@@ -35,6 +35,7 @@ from fathom_rlm.agent import (
     tool_schemas,
 )
 from fathom_rlm.agent.loop import TIME_BUDGET, initial_messages
+from fathom_rlm.documents.tasks.record import TaskRecord
 
 TOOLS_KEY = "fathom_tools"
 RECORD_KEY = "fathom_record"
@@ -51,21 +52,28 @@ def _dataset_builder(args: FathomArguments) -> Any:
     def build() -> Any:
         from datasets import Dataset
 
-        rows = build_rows(args)
+        tasks = build_rows(args)
         return Dataset.from_list(
             [
                 {
-                    "prompt": [{"role": "user", "content": row["question"]}],
-                    "answer": row["answer"],
+                    "prompt": [{"role": "user", "content": task.question}],
+                    "answer": task.answer,
                     # A JSON string: Arrow cannot hold rows whose nested fields vary in type.
-                    "info": json.dumps(row),
+                    "info": json.dumps(task.to_json()),
                     "task": "fathom-rlm",
                 }
-                for row in rows
+                for task in tasks
             ]
         )
 
     return build
+
+
+def _task_of(state: vf.State) -> TaskRecord:
+    """The rollout's task, from the dataset row's `info` column (a JSON string, or the object
+    a caller passed in its place)."""
+    info = state["info"]
+    return TaskRecord.from_json(json.loads(info) if isinstance(info, str) else info)
 
 
 def _tool_defs(schemas: list[ToolSchema] | None) -> list[Tool]:
@@ -157,14 +165,14 @@ class FathomLegacyEnv(vf.MultiTurnEnv):
         )
 
     async def setup_state(self, state: vf.State) -> vf.State:
-        row = json.loads(state["info"]) if isinstance(state["info"], str) else state["info"]
-        state[ROW_KEY] = row
-        document = await document_text(row)
+        task = _task_of(state)
+        state[ROW_KEY] = task
+        document = await document_text(task)
         tools = RolloutTools(document, self._sub_call_chat(state), self.caps)
         state[TOOLS_KEY] = tools
         # The system prompt states the document's size, which is known only now.
         state["prompt"] = normalize_messages(
-            initial_messages(len(document), row["question"], self.caps)
+            initial_messages(len(document), task.question, self.caps)
         )
         return state
 
@@ -257,8 +265,8 @@ class FathomRubric(vf.Rubric):
         pending: asyncio.Future[dict[str, float]] | None = state.get(SCORES_KEY)
         if pending is None:
             record: RolloutRecord | None = state.get(RECORD_KEY)
-            row = state.get(ROW_KEY) or json.loads(state["info"])
-            pending = asyncio.ensure_future(asyncio.to_thread(score, record, row, self.args))
+            task = state.get(ROW_KEY) or _task_of(state)
+            pending = asyncio.ensure_future(asyncio.to_thread(score, record, task, self.args))
             state[SCORES_KEY] = pending
         # Shielded: one signal being cancelled does not cancel the others' scoring.
         return await asyncio.shield(pending)

@@ -62,6 +62,7 @@ from fathom_rlm.adapters.scoring import build_rows, document_text, score
 from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutTools
 from fathom_rlm.agent.loop import initial_messages
 from fathom_rlm.agent.schemas import ToolError
+from fathom_rlm.documents.tasks.record import TaskRecord
 from fathom_rlm.rewards import COMPONENT_NAMES, METRIC_NAMES, REWARD_NAME
 from fathom_rlm.serving import close_serving_scope, open_serving_scope
 
@@ -117,10 +118,10 @@ class ServerOptions:
     llm_timeout: float = 600.0
 
 
-_ROWS: dict[str, list[dict[str, Any]]] = {}
+_ROWS: dict[str, list[TaskRecord]] = {}
 
 
-def _rows(arguments: FathomArguments) -> list[dict[str, Any]]:
+def _rows(arguments: FathomArguments) -> list[TaskRecord]:
     """The split's rows, built once per process and arguments."""
     key = repr(arguments)
     if key not in _ROWS:
@@ -141,7 +142,7 @@ class FathomEnvironment(Environment[FathomAction, FathomObservation, FathomState
         self._state = FathomState()
         self._tools: RolloutTools | None = None
         self._client: httpx.AsyncClient | None = None
-        self._row: dict[str, Any] | None = None
+        self._row: TaskRecord | None = None
         self._transcript: list[Message] = []
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -179,9 +180,9 @@ class FathomEnvironment(Environment[FathomAction, FathomObservation, FathomState
         )
         self._tools = RolloutTools(document, _within_budget(sub_chat, self._budget), caps)
         self._row = row
-        self._transcript = initial_messages(len(document), row["question"], caps)
+        self._transcript = initial_messages(len(document), row.question, caps)
         self._state = FathomState(
-            episode_id=episode_id or uuid.uuid4().hex, task_index=index, question=row["question"]
+            episode_id=episode_id or uuid.uuid4().hex, task_index=index, question=row.question
         )
         return FathomObservation(messages=list(self._transcript), tools=self._tools.schemas)
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.agent import RolloutRecord
+from fathom_rlm.documents.tasks.record import TaskRecord
 from fathom_rlm.rewards import REWARD_NAME, SCORE_NAMES, RewardConfig, score_rollout
 
 __all__ = [
@@ -19,8 +18,9 @@ __all__ = [
 ]
 
 
-def build_rows(args: FathomArguments) -> list[dict[str, Any]]:
-    """The split's rows (small dicts, never the document)."""
+def build_rows(args: FathomArguments) -> list[TaskRecord]:
+    """The split's tasks (small records, never the document; `TaskRecord.to_json` makes the
+    dataset row)."""
     from fathom_rlm.documents import build_split
 
     return build_split(
@@ -31,19 +31,19 @@ def build_rows(args: FathomArguments) -> list[dict[str, Any]]:
     )
 
 
-def load_document(row: dict[str, Any]) -> str:
-    """The row's document, regenerated from its seed (the core caches recent seeds)."""
+def load_document(task: TaskRecord) -> str:
+    """The task's document, regenerated from its seed (the core caches recent seeds)."""
     from fathom_rlm.documents import get_document
 
-    return get_document(int(row["seed"]), int(row["doc_tokens"])).text
+    return get_document(task.seed, task.doc_tokens).text
 
 
-async def document_text(row: dict[str, Any]) -> str:
+async def document_text(task: TaskRecord) -> str:
     """`load_document` for async callers: off the event loop, built once for concurrent callers
     (`fathom_rlm.documents.aget_document`)."""
     from fathom_rlm.documents import aget_document
 
-    return (await aget_document(int(row["seed"]), int(row["doc_tokens"]))).text
+    return (await aget_document(task.seed, task.doc_tokens)).text
 
 
 def reward_config(args: FathomArguments) -> RewardConfig:
@@ -52,19 +52,19 @@ def reward_config(args: FathomArguments) -> RewardConfig:
 
 
 def score(
-    record: RolloutRecord | None, row: dict[str, Any], args: FathomArguments
+    record: RolloutRecord | None, task: TaskRecord, args: FathomArguments
 ) -> dict[str, float]:
     """`score_rollout` under the names in `SCORE_NAMES`. A rollout that left no record (it was
     stopped before the loop returned) scores as an empty one: no answer, no tool use."""
-    return score_rollout(record or RolloutRecord(ended_by="stopped"), row, reward_config(args))
+    return score_rollout(record or RolloutRecord(ended_by="stopped"), task, reward_config(args))
 
 
-def gold_problems(row: dict[str, Any], args: FathomArguments) -> list[str]:
-    """What stops the row's gold answer from being gradable (empty when nothing does): a
+def gold_problems(task: TaskRecord, args: FathomArguments) -> list[str]:
+    """What stops the task's gold answer from being gradable (empty when nothing does): a
     supporting span missing from the regenerated document, or a rollout that was shown every
     span and answered the gold not scoring as a correct, well-formed answer."""
-    document = load_document(row)
-    spans = [(int(start), int(end)) for start, end in row.get("spans") or ()]
+    document = load_document(task)
+    spans = task.spans
     problems = [
         f"supporting span {start}:{end} is not inside the {len(document)}-character document"
         for start, end in spans
@@ -73,13 +73,13 @@ def gold_problems(row: dict[str, Any], args: FathomArguments) -> list[str]:
     if problems:
         return problems
     record = RolloutRecord(
-        final_message=f"<answer>{row['answer']}</answer>", touched_document=True, ended_by="answer"
+        final_message=f"<answer>{task.answer}</answer>", touched_document=True, ended_by="answer"
     )
     for start, end in spans:
         record.show_range(start, end)
-    scores = score_rollout(record, row, reward_config(args), document=document)
+    scores = score_rollout(record, task, reward_config(args), document=document)
     return [
-        f"the gold answer {row['answer']!r} scores {name}={scores[name]}, not 1"
+        f"the gold answer {task.answer!r} scores {name}={scores[name]}, not 1"
         for name in ("format_gate", "correctness", "evidence_seen")
         if scores[name] != 1.0
     ]

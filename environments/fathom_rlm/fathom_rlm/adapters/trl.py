@@ -36,6 +36,7 @@ from fathom_rlm.adapters.scoring import build_rows, load_document, reward_config
 from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutTools, ToolSchema
 from fathom_rlm.agent.chat import chat_reply, chat_request
 from fathom_rlm.agent.loop import initial_messages
+from fathom_rlm.documents.tasks.record import TaskRecord
 from fathom_rlm.rewards import REWARD_NAME, score_rollout
 
 REWARD_KEYS: tuple[str, ...] = (
@@ -123,16 +124,16 @@ def train_dataset(args: FathomArguments) -> Any:
     caps = args.caps()
     lengths: dict[tuple[int, int], int] = {}
     records = []
-    for row in build_rows(args):
-        key = (int(row["seed"]), int(row["doc_tokens"]))
+    for task in build_rows(args):
+        key = (task.seed, task.doc_tokens)
         if key not in lengths:
-            lengths[key] = len(load_document(row))
+            lengths[key] = len(load_document(task))
         records.append(
             {
-                "prompt": initial_messages(lengths[key], row["question"], caps),
+                "prompt": initial_messages(lengths[key], task.question, caps),
                 # A JSON string: Arrow cannot hold rows whose nested fields vary in type.
-                "info": json.dumps(row),
-                "answer": row["answer"],
+                "info": json.dumps(task.to_json()),
+                "answer": task.answer,
             }
         )
     return Dataset.from_list(records)
@@ -151,7 +152,7 @@ class FathomTRLEnv:
         self._sub_chat = sub_chat
         self._tools: RolloutTools | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._row: dict[str, Any] | None = None
+        self._row: TaskRecord | None = None
         self._scores: dict[str, float] | None = None
 
     def reset(self, **columns: Any) -> None:
@@ -160,7 +161,7 @@ class FathomTRLEnv:
         info = columns.get("info")
         if not isinstance(info, str):
             raise ValueError("a fathom-rlm row needs its `info` column (the task row as JSON)")
-        self._row = json.loads(info)
+        self._row = TaskRecord.from_json(json.loads(info))
         self._tools = RolloutTools(load_document(self._row), self._sub_chat, self._caps)
 
     async def repl(self, code: str) -> str:

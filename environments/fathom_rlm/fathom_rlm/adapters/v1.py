@@ -37,6 +37,7 @@ from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.harness import FathomHarness
 from fathom_rlm.adapters.scoring import REWARD_NAME, build_rows, gold_problems, score
 from fathom_rlm.agent import RolloutRecord
+from fathom_rlm.documents.tasks.record import TaskRecord
 from fathom_rlm.sandbox import SandboxConfig
 from fathom_rlm.serving import close_serving_scope
 
@@ -45,9 +46,15 @@ logger = logging.getLogger(__name__)
 
 class FathomData(vf.TaskData):
     row: dict[str, Any]
-    """The dataset row: question, gold and aliases, seed, family, depth, spans, doc_tokens."""
+    """The dataset row (`TaskRecord.to_json`): question, gold and aliases, seed, family, depth,
+    spans, doc_tokens, region."""
     arguments: dict[str, Any]
     """The environment's arguments the harness and the scorer need (caps, doc size)."""
+
+    @property
+    def task_record(self) -> TaskRecord:
+        """The row as the typed record every reader uses."""
+        return TaskRecord.from_json(self.row)
 
 
 class FathomState(vf.State):
@@ -83,7 +90,7 @@ class FathomTask(vf.Task[FathomData, FathomState, vf.TaskConfig]):
         # untouched-task check), which scores as an empty rollout.
         arguments = FathomArguments(**self.data.arguments)
         # In a worker thread: evidence recall may regenerate the document (~50-100 ms).
-        return await asyncio.to_thread(score, record, self.data.row, arguments)
+        return await asyncio.to_thread(score, record, self.data.task_record, arguments)
 
     @vf.reward(weight=1.0)
     async def reward(self, trace: Any) -> float:
@@ -97,9 +104,10 @@ class FathomTask(vf.Task[FathomData, FathomState, vf.TaskConfig]):
         """The gold answer is gradable: inside the regenerated document its supporting spans
         exist, and a rollout that was shown them and answered the gold scores as correct."""
         arguments = FathomArguments(**self.data.arguments)
-        problems = await asyncio.to_thread(gold_problems, self.data.row, arguments)
+        task = self.data.task_record
+        problems = await asyncio.to_thread(gold_problems, task, arguments)
         for problem in problems:
-            logger.warning("fathom-rlm task %s: %s", self.data.row.get("question"), problem)
+            logger.warning("fathom-rlm task %s: %s", task.question, problem)
         return not problems
 
 
@@ -166,8 +174,8 @@ class FathomTaskset(vf.Taskset[FathomTask, FathomTasksetConfig]):  # type: ignor
     def load(self) -> Iterator[FathomTask]:
         arguments = self.config.arguments()
         shared = arguments.as_dict()
-        for row in build_rows(arguments):
-            data = FathomData(prompt=row["question"], row=row, arguments=shared)
+        for task in build_rows(arguments):
+            data = FathomData(prompt=task.question, row=task.to_json(), arguments=shared)
             yield FathomTask(data, self.config.task)
 
 

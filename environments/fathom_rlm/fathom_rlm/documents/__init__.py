@@ -7,7 +7,7 @@ read their gold answers from the world and point at the spans that support them.
 Typical use::
 
     rows = build_split("train", 100, doc_tokens=16_000)
-    doc = get_document(rows[0]["seed"], rows[0]["doc_tokens"])
+    doc = get_document(rows[0].seed, rows[0].doc_tokens)
 """
 
 from .baselines import blind_answer, grep_answer, infer_answer_type
@@ -32,6 +32,8 @@ from .tasks import (
     QuestionIntent,
     QuestionParseError,
     Task,
+    TaskRecord,
+    TaskRecordError,
     answer_from_facts,
     check_task,
     count_from_facts,
@@ -59,6 +61,8 @@ __all__ = [
     "QuestionIntent",
     "QuestionParseError",
     "Task",
+    "TaskRecord",
+    "TaskRecordError",
     "World",
     "aget_document",
     "answer_from_facts",

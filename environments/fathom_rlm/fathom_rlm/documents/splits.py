@@ -13,7 +13,7 @@ from typing import Literal
 
 from .document import Document, get_document
 from .seeds import SEEDS_PER_SPLIT, SPLIT_SEED_BASE, split_of_seed
-from .tasks import Task, task_objects
+from .tasks import Task, TaskRecord, task_objects
 
 Split = Literal["train", "eval", "heldout"]
 SPLIT_SIZES: dict[str, int] = {"train": 1000, "eval": 200, "heldout": 500}
@@ -88,11 +88,11 @@ def build_split(
     doc_tokens: int = 200_000,
     family_mix: Mapping[str, float] | None = None,
     questions_per_document: int = QUESTIONS_PER_DOCUMENT,
-) -> list[dict]:
-    """``n`` question rows (default: the split's standard size) of small JSON-safe fields.
+) -> list[TaskRecord]:
+    """``n`` question records (default: the split's standard size) of small fields.
 
-    Rows carry ``seed`` and ``doc_tokens``; the document itself is regenerated on demand with
-    :func:`get_document` and never stored in a row. The rows of a smaller ``n`` are the first
+    Records carry ``seed`` and ``doc_tokens``; the document itself is regenerated on demand with
+    :func:`get_document` and never stored in a record. The records of a smaller ``n`` are the first
     ``n`` rows of a larger one: every document always yields its full set of questions.
     """
     pairs = split_tasks(
@@ -102,4 +102,4 @@ def build_split(
         family_mix=family_mix,
         questions_per_document=questions_per_document,
     )
-    return [task.row(doc) for doc, task in pairs]
+    return [task.record(doc) for doc, task in pairs]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fathom_rlm.agent import prompts
+from fathom_rlm.documents import TaskRecord
 from fathom_rlm.documents.baselines import infer_answer_type
 
 from envtools.policies.base import ChatResult
@@ -222,14 +223,14 @@ def _learn(doc_tokens: int) -> Model:
 
     rows = build_split("train", _TRAIN_ROWS, doc_tokens=doc_tokens)
     # Each text once: the tuning below reads every document dozens of times.
-    texts = {r["seed"]: get_document(r["seed"], r["doc_tokens"]).text for r in rows}
+    texts = {r.seed: get_document(r.seed, r.doc_tokens).text for r in rows}
     pos: Counter[str] = Counter()
     neg: Counter[str] = Counter()
     n_pos = n_neg = 0
     for row in rows:
-        text = texts[row["seed"]]
-        evidence = [text[s:e] for s, e in row["spans"]]
-        question = row["question"]
+        text = texts[row.seed]
+        evidence = [text[s:e] for s, e in row.spans]
+        question = row.question
         keys = [infer_answer_type(question)]
         for term in search_terms(question)[:2]:
             for _, line in sentences(text, rf"\b{re.escape(term)}\b"):
@@ -252,7 +253,7 @@ def _learn(doc_tokens: int) -> Model:
 
 
 def _tune(
-    rows: list[dict[str, Any]],
+    rows: list[TaskRecord],
     texts: dict[int, str],
     model: Model,
     name: str,
@@ -262,12 +263,12 @@ def _tune(
 
     cases = []  # what the tuned value is tried on, read once
     for row in rows:
-        ask = Ask.of(row["question"])
+        ask = Ask.of(row.question)
         wanted = ask.counting if name == "count_threshold" else ask.nth is not None
         if wanted:
-            text = texts[row["seed"]]
+            text = texts[row.seed]
             region = _region_lines(text, ask) if ask.counting else None
-            cases.append((ask, text, region, normalize_answer(str(row["answer"]))))
+            cases.append((ask, text, region, normalize_answer(row.answer)))
     best, best_hits = values[0], -1
     for value in values:
         setattr(model, name, value)

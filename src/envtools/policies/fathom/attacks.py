@@ -136,7 +136,7 @@ class FrequentEntity:
         from fathom_rlm.documents import blind_answer
 
         row = self.index.require(view.question, view.doc_chars)  # refuse, never guess
-        doc = get_document(int(row["seed"]), int(row["doc_tokens"]))
+        doc = get_document(row.seed, row.doc_tokens)
         return ChatResult(_answer(blind_answer(doc, view.question)))
 
 
@@ -257,11 +257,11 @@ class PhantomEvidence:
             return ChatResult(sub)
         row = self.index.require(view.question, view.doc_chars)  # refuse, never guess
         if view.calls:
-            return ChatResult(_answer(str(row["answer"])))
+            return ChatResult(_answer(row.answer))
         cap = min(view.slice_cap, 2 * self.window)
         ranges = [
-            (max(0, int(s) - self.window), min(view.doc_chars, max(0, int(s) - self.window) + cap))
-            for s, _ in row["spans"]
+            (max(0, s - self.window), min(view.doc_chars, max(0, s - self.window) + cap))
+            for s, _ in row.spans
         ][:4]
         calls = [("llm", {"prompt": view.question, "slice": f"{a}:{b}"}) for a, b in ranges]
         calls.append(("repl", {"code": _phantom_cell(view.question, ranges)}))
@@ -293,8 +293,8 @@ def _train_priors(doc_tokens: int) -> dict[str, str]:
 
     counts: dict[str, Counter[str]] = {}
     for row in build_split("train", _PRIOR_TRAIN_ROWS, doc_tokens=doc_tokens):
-        key = _prior_key(row["question"])
-        counts.setdefault(key, Counter())[normalize_answer(str(row["answer"]))] += 1
+        key = _prior_key(row.question)
+        counts.setdefault(key, Counter())[normalize_answer(row.answer)] += 1
     return {k: c.most_common(1)[0][0] for k, c in counts.items()}
 
 

@@ -19,14 +19,14 @@ from typing import Any
 
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.agent import ChatReply, RolloutCaps, run_rollout
-from fathom_rlm.documents import build_split, get_document
+from fathom_rlm.documents import TaskRecord, build_split, get_document
 from fathom_rlm.rewards import RewardConfig, oracle_tokens, score_rollout
 
 from envtools import cli
 from envtools.policies.fathom.planner import FathomReference
 
 
-async def measure(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+async def measure(rows: Sequence[TaskRecord]) -> dict[str, list[float]]:
     """Per family, the fixed part of each correct reference rollout's cost."""
     policy = FathomReference()
 
@@ -37,12 +37,12 @@ async def measure(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
     reading_only = RewardConfig(oracle_fixed_tokens={}, default_fixed_tokens=0)
     out: dict[str, list[float]] = {}
     for row in rows:
-        text = get_document(row["seed"], row["doc_tokens"]).text
-        record = await run_rollout(text, row["question"], chat, RolloutCaps())
+        text = get_document(row.seed, row.doc_tokens).text
+        record = await run_rollout(text, row.question, chat, RolloutCaps())
         scores = score_rollout(record, row, document=text)
         if scores["correctness"] == 1.0:
             fixed = scores["budget_tokens"] - oracle_tokens(row, reading_only)
-            out.setdefault(row["family"], []).append(fixed)
+            out.setdefault(row.family, []).append(fixed)
     return out
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from fathom_rlm.documents import TaskRecord
 from fathom_rlm.tokens import CHARS_PER_TOKEN
 
 
@@ -19,15 +19,15 @@ class TaskIndex:
     """Standard splits regenerated (once) on the first unknown question."""
     autoload_doc_tokens: tuple[int, ...] = (200_000,)
     """Document lengths those splits are regenerated at (the environment's `doc_tokens`)."""
-    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rows: dict[str, TaskRecord] = field(default_factory=dict)
     _loaded: bool = False
     _loaded_lengths: set[int] = field(default_factory=set)
 
-    def register(self, rows: Iterable[dict[str, Any]]) -> None:
+    def register(self, rows: Iterable[TaskRecord]) -> None:
         for row in rows:
-            self.rows[_question_key(row["question"])] = row
+            self.rows[_question_key(row.question)] = row
 
-    def lookup(self, question: str) -> dict[str, Any] | None:
+    def lookup(self, question: str) -> TaskRecord | None:
         key = _question_key(question)
         if key not in self.rows and not self._loaded and self.autoload_splits:
             self._loaded = True
@@ -38,7 +38,7 @@ class TaskIndex:
                     self.register(build_split(split, doc_tokens=doc_tokens))  # type: ignore[arg-type]
         return self.rows.get(key)
 
-    def require(self, question: str, doc_chars: int) -> dict[str, Any]:
+    def require(self, question: str, doc_chars: int) -> TaskRecord:
         """The row of a root question, loading the standard splits at the length of the request's
         document if needed; UnknownTaskError (a refusal the server answers with 422) otherwise.
 
@@ -58,7 +58,7 @@ class TaskIndex:
                 if row is not None:
                     break
         if row is None:
-            served = sorted({int(r["doc_tokens"]) for r in self.rows.values()})
+            served = sorted({r.doc_tokens for r in self.rows.values()})
             raise UnknownTaskError(
                 "the gold-in-hand fathom attacks know no task with this question for a document "
                 f"of {doc_chars:,} characters (about {doc_chars // CHARS_PER_TOKEN:,} tokens; "

@@ -30,14 +30,17 @@ import bisect
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 
 from envtools import cli
+
+if TYPE_CHECKING:
+    from fathom_rlm.documents import TaskRecord
 
 _STARTS = frozenset(
     re.findall(
@@ -290,7 +293,7 @@ class WordWeights:
         return total
 
 
-def learn(pairs: Iterable[tuple[str, Mapping[str, Any]]], max_rows: int = 500) -> WordWeights:
+def learn(pairs: Iterable[tuple[str, TaskRecord]], max_rows: int = 500) -> WordWeights:
     """Word weights from `train` (text, row) pairs: a sentence about a question's name that
     lies in the row's evidence spans supports, any other one with a candidate does not."""
     pairs = list(pairs)
@@ -300,17 +303,17 @@ def learn(pairs: Iterable[tuple[str, Mapping[str, Any]]], max_rows: int = 500) -
     model = WordWeights(common=frozenset(w for w, n in words.items() if n >= 30))
     texts: dict[int, Text] = {}
     for text, row in pairs[:max_rows]:
-        if row["family"] == "exact_id":
+        if row.family == "exact_id":
             continue
         if id(text) not in texts:  # one Text per document, not per row
             texts[id(text)] = Text(text)
         doc = texts[id(text)]
-        cls = question_class(row["question"])
-        label = cls if row["family"] == "single_hop" else f"{row['family']}:{cls}"
-        for name in question_names(row["question"]):
-            for i, s, _ in doc.hits(name, answer_kind(row["question"])):
+        cls = question_class(row.question)
+        label = cls if row.family == "single_hop" else f"{row.family}:{cls}"
+        for name in question_names(row.question):
+            for i, s, _ in doc.hits(name, answer_kind(row.question)):
                 at = doc.sentences[i][0]
-                inside = any(a - 2 <= at < b for a, b in row["spans"])
+                inside = any(a - 2 <= at < b for a, b in row.spans)
                 model.add(label, s, inside)
     return model
 
@@ -481,13 +484,13 @@ class KeywordSolver:
 
 
 @lru_cache(maxsize=2)
-def _pairs(split: str, doc_tokens: int) -> tuple[tuple[str, dict[str, Any]], ...]:
+def _pairs(split: str, doc_tokens: int) -> tuple[tuple[str, TaskRecord], ...]:
     """(document text, row) of every row of `split`, each document generated once. The last two
     are kept: every attack learns on `train` and answers one split, and an audit runs several."""
     from fathom_rlm.documents import split_tasks
 
     tasks = split_tasks(split, doc_tokens=doc_tokens)  # type: ignore[arg-type]
-    return tuple((doc.text, task.row(doc)) for doc, task in tasks)
+    return tuple((doc.text, task.record(doc)) for doc, task in tasks)
 
 
 def accuracy_by_family(
@@ -503,7 +506,7 @@ def accuracy_by_family(
     train = _pairs("train", doc_tokens)
     cues = None
     if next_sentence_cues:
-        seeds = list(dict.fromkeys(r["seed"] for _, r in train))[:20]
+        seeds = list(dict.fromkeys(r.seed for _, r in train))[:20]
         learned = learn_next_sentence_cues(seeds, doc_tokens)
         cues = NextSentenceCues(learned, contrast_exempt=contrast_exempt)
     return solve_split(KeywordSolver(learn(train), cues), split, doc_tokens, limit)
@@ -518,12 +521,12 @@ def solve_split(
     texts: dict[int, Text] = {}
     right: dict[str, list[bool]] = defaultdict(list)
     for text, row in _pairs(split, doc_tokens)[:limit]:
-        if row["seed"] not in texts:  # one Text per document, not per row
-            texts[row["seed"]] = Text(text)
-        doc = texts[row["seed"]]
-        guess = solver.answer(doc, row["family"], row["question"])
-        ok = guess is not None and matches_gold(guess, row["answer"], row.get("aliases", ()))
-        right[row["family"]].append(ok)
+        if row.seed not in texts:  # one Text per document, not per row
+            texts[row.seed] = Text(text)
+        doc = texts[row.seed]
+        guess = solver.answer(doc, row.family, row.question)
+        ok = guess is not None and matches_gold(guess, row.answer, row.aliases)
+        right[row.family].append(ok)
     return {family: sum(v) / len(v) for family, v in sorted(right.items())}
 
 

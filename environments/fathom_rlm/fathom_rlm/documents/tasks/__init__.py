@@ -20,6 +20,7 @@ from .core import (
 from .counting import COUNT_MAX, REGION_CHARS, count_max, region_bounds
 from .intent import FAMILIES, QuestionIntent, QuestionParseError, parse_question
 from .make import make_tasks, propose_tasks, task_objects
+from .record import TaskRecord, TaskRecordError
 from .wordings import ORDINALS, RELATIONS, TIMES, Relation
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "QuestionParseError",
     "Relation",
     "Task",
+    "TaskRecord",
+    "TaskRecordError",
     "answer_from_facts",
     "check_task",
     "count_from_facts",

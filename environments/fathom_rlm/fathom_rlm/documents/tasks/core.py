@@ -1,4 +1,4 @@
-"""Task rows, answer matching, and the checks every question must pass.
+"""Tasks and their rows, answer matching, and the checks every question must pass.
 
 A wording is kept only if it passes :func:`check_task`: the gold is unique, the gold is not
 written in the question, every supporting span exists and contains its evidence, and (for depth
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ..document import Document
 from ..world import World
 from .intent import FAMILIES, READING_FAMILIES, QuestionIntent
+from .record import TaskRecord
 
 DEFAULT_FAMILY_MIX: dict[str, float] = {
     "exact_id": 0.15,
@@ -112,18 +113,19 @@ class Task:
     def depth(self) -> int:
         return FAMILIES[self.family]
 
-    def row(self, document: Document) -> dict:
-        return {
-            "question": self.question,
-            "answer": self.answer,
-            "aliases": list(self.aliases),
-            "seed": document.seed,
-            "family": self.family,
-            "depth": self.depth,
-            "spans": [list(span) for span in row_spans(self.evidence)],
-            "doc_tokens": document.doc_tokens,
-            "region": None if self.region is None else list(self.region),
-        }
+    def record(self, document: Document) -> TaskRecord:
+        """The typed row of this task about ``document``."""
+        return TaskRecord(
+            question=self.question,
+            answer=self.answer,
+            aliases=tuple(self.aliases),
+            seed=document.seed,
+            family=self.family,
+            depth=self.depth,
+            spans=tuple((start, end) for start, end in row_spans(self.evidence)),
+            doc_tokens=document.doc_tokens,
+            region=None if self.region is None else (self.region[0], self.region[1]),
+        )
 
 
 def row_spans(evidence: tuple[Evidence, ...]) -> list[tuple[int, int]]:

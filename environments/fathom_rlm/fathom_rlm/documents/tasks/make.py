@@ -14,6 +14,7 @@ from .core import DEFAULT_FAMILY_MIX, Task, check_task
 from .counting import aggregation, comparison, count_max
 from .intent import FAMILIES
 from .lookup import exact_id, multi_hop, single_hop
+from .record import TaskRecord
 from .state import temporal
 
 MAJORITY_KEEP = 0.25  # chance of keeping a question whose gold is the most prominent entity
@@ -81,10 +82,10 @@ def make_tasks(
     n: int,
     families: Mapping[str, float] | None = None,
     rng_seed: int | None = None,
-) -> list[dict]:
-    """Up to ``n`` checked question rows about ``document`` (exactly n unless the document is too
+) -> list[TaskRecord]:
+    """Up to ``n`` checked question records about ``document`` (exactly n unless the document is too
     small to hold them), with families drawn according to ``families`` (name -> weight)."""
-    return [t.row(document) for t in task_objects(document, n, families, rng_seed)]
+    return [t.record(document) for t in task_objects(document, n, families, rng_seed)]
 
 
 def _first_passing(builder: TaskBuilder, task: Task) -> Task | None:

@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Sequence
 
 from .intent import QuestionIntent, parse_question, template_pattern
+from .record import TaskRecord
 from .wordings import RELATIONS
 
 Row = tuple[str, QuestionIntent, int, str]  # question, its intent, doc_tokens, gold count
@@ -101,12 +102,12 @@ def transfer_mode_accuracy(
     return sum(_credit(by_bucket.get(b) or overall, v) for b, v in test) / len(test)
 
 
-def count_rows(rows: Sequence[dict]) -> list[Row]:
+def count_rows(rows: Sequence[TaskRecord]) -> list[Row]:
     """(question, intent, doc_tokens, gold count) of every aggregation row."""
     return [
-        (r["question"], parse_question(r["question"]), int(r["doc_tokens"]), str(r["answer"]))
+        (r.question, parse_question(r.question), r.doc_tokens, r.answer)
         for r in rows
-        if r["family"] == "aggregation"
+        if r.family == "aggregation"
     ]
 
 
