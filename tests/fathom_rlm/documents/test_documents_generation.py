@@ -17,7 +17,7 @@ from fathom_rlm.documents import (
     generate_document,
     get_document,
 )
-from fathom_rlm.documents.filler import FILLER, TITLE_PATTERNS
+from fathom_rlm.documents.filler_tables import FILLER, TITLE_PATTERNS
 from fathom_rlm.documents.grammar import ALL_VERB_PHRASES, to_mapping
 from fathom_rlm.documents.grammar_tables import ALIAS_INTROS
 from fathom_rlm.documents.names import _ENGLISH, NameGrammar

@@ -6,7 +6,7 @@ import re
 
 import pytest
 from fathom_rlm.documents import generate_document, person_key, read_facts, shape_counts
-from fathom_rlm.documents.filler import ACTIVITIES, FILLER, TITLE_PATTERNS
+from fathom_rlm.documents.filler_tables import ACTIVITIES, FILLER, TITLE_PATTERNS
 from fathom_rlm.documents.grammar import (
     ALL_INITIAL_PHRASES,
     ALL_VERB_PHRASES,

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .document import Document
-from .render import NUMBER_WORDS
+from .filler_tables import NUMBER_WORDS
 from .tasks import QuestionParseError, parse_question
 from .world import ROLES
 

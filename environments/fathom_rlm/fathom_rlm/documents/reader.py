@@ -23,7 +23,7 @@ import re
 from functools import lru_cache
 
 from .facts import Fact, Span
-from .filler import ACTIVITIES, FILLER
+from .filler_tables import ACTIVITIES, FILLER
 from .grammar import (
     ADVERBIALS,
     DISTRACTOR_WRAPPERS,

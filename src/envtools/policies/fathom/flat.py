@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from envtools.policies.fathom.protocol import (
     _CALLS_PER_TURN,
@@ -28,8 +29,8 @@ from envtools.policies.fathom.protocol import (
 )
 from envtools.policies.fathom.reader import read_slice
 
-if TYPE_CHECKING:
-    from envtools.policies.fathom.planner import FathomReference
+# The root's last message from its answer: the caller's, so an attack can break the answer.
+Final = Callable[[_View, str], dict[str, Any]]
 
 # Pages of the sentences around every hit of one name, each page at most CAP characters.
 _PAGES_CODE = (
@@ -59,20 +60,18 @@ _PAGE_CODE = (
 )
 
 
-def root_without_sub_calls(policy: FathomReference, view: _View) -> dict[str, Any]:
+def root_without_sub_calls(final: Final, view: _View) -> dict[str, Any]:
     chapters = _CHAPTERS.search(view.question)
     if chapters:
-        return _count(policy, view, int(chapters.group(1)), int(chapters.group(2)))
-    return search_read(policy, view)
+        return _count(final, view, int(chapters.group(1)), int(chapters.group(2)))
+    return search_read(final, view)
 
 
 def _cells(view: _View, prefix: str) -> list[Any]:
     return [c for c in view.calls if c.args.get("code", "").startswith(prefix)]
 
 
-def search_read(
-    policy: FathomReference, view: _View, first_terms: list[str] | None = None
-) -> dict[str, Any]:
+def search_read(final: Final, view: _View, first_terms: list[str] | None = None) -> dict[str, Any]:
     """Grep `first_terms` (default: the names in the question), print the pages around every
     hit, read them all, and follow any lead (a chain's next name, an alias) the same way."""
     question = view.question
@@ -80,7 +79,7 @@ def search_read(
     read = "\n".join(c.output for c in _cells(view, "# page "))
     result = parse_sub_answer(read_slice(question, read)) if read else None
     if result is not None and result.final:
-        return policy.final(view, result.final)
+        return final(view, result.final)
     # Pages known per name, and pages already printed per name.
     totals: dict[str, int] = {}
     for c in _cells(view, "# pages "):
@@ -103,12 +102,12 @@ def search_read(
         terms = [t for t in leads if t not in totals][:1]
     if not terms:
         concluded = parse_sub_answer(read_slice(question, read, complete=True))
-        return policy.final(view, concluded.final or GIVE_UP)
+        return final(view, concluded.final or GIVE_UP)
     codes = [_PAGES_CODE.format(term=t, term_json=json.dumps(t), cap=cap) for t in terms]
     return _message(calls=[("repl", {"code": c}) for c in codes])
 
 
-def _count(policy: FathomReference, view: _View, first: int, last: int) -> dict[str, Any]:
+def _count(final: Final, view: _View, first: int, last: int) -> dict[str, Any]:
     cap = max(1_000, view.output_cap - 200)
     if not view.calls:
         code = _SECTIONS_CODE.format(first=first, last=last, cap=cap)
@@ -116,7 +115,7 @@ def _count(policy: FathomReference, view: _View, first: int, last: int) -> dict[
     try:
         sections = json.loads(view.calls[0].output)
     except ValueError:
-        return policy.final(view, GIVE_UP)
+        return final(view, GIVE_UP)
     shown = view.calls[1:]
     if len(shown) < len(sections):
         todo = sections[len(shown) : len(shown) + _CALLS_PER_TURN]
@@ -126,4 +125,4 @@ def _count(policy: FathomReference, view: _View, first: int, last: int) -> dict[
     for c in shown:
         m = re.fullmatch(r"\s*(\d+)\s*", read_slice(view.question, c.output))
         total += int(m.group(1)) if m else 0
-    return policy.final(view, str(total))
+    return final(view, str(total))

@@ -250,7 +250,7 @@ class FathomReference:
         cap = required_depth(question) if self.depth_cap is None else self.depth_cap
         if cap == 0:
             # A depth-0 family (a few windows around one name): the root reads them itself.
-            return flat.root_without_sub_calls(self, view)
+            return flat.root_without_sub_calls(self.final, view)
         chapters = _CHAPTERS.search(question)
         if chapters:
             return self.root_aggregate(view, int(chapters.group(1)), int(chapters.group(2)))
@@ -261,7 +261,7 @@ class FathomReference:
     def root_exact(self, view: _View, token: str) -> dict[str, Any]:
         """An ID is found by its literal: the root greps it and reads the hit lines itself,
         following an alias the lines name the same way (no sub-call at any depth)."""
-        return flat.search_read(self, view, [token])
+        return flat.search_read(self.final, view, [token])
 
     def root_aggregate(self, view: _View, first: int, last: int) -> dict[str, Any]:
         """Cut the asked chapter range into sections at full stops (no sentence is split or
