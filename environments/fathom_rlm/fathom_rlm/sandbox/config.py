@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from . import replies
-from .launcher import SandboxError, _fork_server, _interpreter
+from .launcher import SandboxError, fork_server, interpreter_path
 
 NetworkMode = Literal["auto", "netns", "seccomp", "none"]
 LLMCallback = Callable[[str, str], Awaitable[str]]
@@ -64,16 +64,16 @@ class ReplResult:
     worker_restarted: bool = False  # this call ran on a fresh worker: earlier state is gone
 
 
-def _wants_netns(config: SandboxConfig) -> bool:
+def wants_netns(config: SandboxConfig) -> bool:
     return config.network in ("auto", "netns")
 
 
 def warm_up(config: SandboxConfig | None = None) -> None:
     """Start the fork server now instead of on the first session (it takes ~0.1-0.2 s)."""
-    _fork_server(_wants_netns(config or SandboxConfig()))
+    fork_server(wants_netns(config or SandboxConfig()))
 
 
-def _network_isolation(config: SandboxConfig, caps: dict[str, Any]) -> str:
+def network_isolation(config: SandboxConfig, caps: dict[str, Any]) -> str:
     seccomp = bool(caps.get("seccomp")) and config.syscall_filter
     if config.network in ("auto", "netns") and caps.get("netns"):
         return "netns"
@@ -89,10 +89,10 @@ def _network_isolation(config: SandboxConfig, caps: dict[str, Any]) -> str:
 def isolation_report(config: SandboxConfig | None = None) -> dict[str, object]:
     """What this machine supports and what a session with `config` would use."""
     config = config or SandboxConfig()
-    server = _fork_server(_wants_netns(config))
+    server = fork_server(wants_netns(config))
     caps = server.caps
     return {
-        "network": _network_isolation(config, caps),
+        "network": network_isolation(config, caps),
         "netns": bool(caps.get("netns")),
         "network_reachable_in_fork_server": bool(caps.get("network_reachable")),
         "seccomp": bool(caps.get("seccomp")),
@@ -103,7 +103,7 @@ def isolation_report(config: SandboxConfig | None = None) -> dict[str, object]:
         "rlimits": ["AS", "CPU", "FSIZE", "NOFILE", "NPROC", "CORE", "MEMLOCK", "MSGQUEUE"],
         "fork_server_pid": caps.get("pid"),
         "kernel": caps.get("kernel"),
-        "python": _interpreter(),
+        "python": interpreter_path(),
     }
 
 

@@ -24,20 +24,20 @@ from .config import (
     LLMCallback,
     ReplResult,
     SandboxConfig,
-    _network_isolation,
-    _wants_netns,
     call_llm,
+    network_isolation,
+    wants_netns,
 )
-from .launcher import _SERVERS, SandboxError, _fork_server, _ForkServer, died_within
+from .launcher import SERVERS, ForkServer, SandboxError, died_within, fork_server
 from .worker_handle import (
-    _READ_ERRORS,
-    _WORKDIRS,
-    _exit_status,
-    _last_resort,
-    _ServerDied,
-    _wait_exit,
-    _WorkerGone,
-    _WorkerHandle,
+    READ_ERRORS,
+    WORKDIRS,
+    ServerDied,
+    WorkerGone,
+    WorkerHandle,
+    last_resort,
+    wait_exit,
+    worker_exit_status,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -74,8 +74,8 @@ class SandboxSession:
         self._closed = False
         self._alive = False
         self._lost: str | None = None
-        self._handle = _WorkerHandle()
-        self._finalizer = weakref.finalize(self, _last_resort, self._handle)
+        self._handle = WorkerHandle()
+        self._finalizer = weakref.finalize(self, last_resort, self._handle)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.WriteTransport | None = None
         self._llm_calls_total = 0
@@ -126,7 +126,7 @@ class SandboxSession:
         self._finalizer.detach()
         if waiter is not None:
             try:
-                await _wait_exit(waiter, 2.0)
+                await wait_exit(waiter, 2.0)
             finally:
                 os.close(waiter)
 
@@ -145,26 +145,26 @@ class SandboxSession:
 
     async def _spawn(self) -> None:
         """Start a worker; if the fork server dies meanwhile, once more on a fresh one."""
-        netns = _wants_netns(self.config)
+        netns = wants_netns(self.config)
         for attempt in range(2):
-            server = _SERVERS.get(netns)
+            server = SERVERS.get(netns)
             if server is None or not server.alive():
                 # Starting a fork server blocks for ~0.1-0.2 s: never on the event loop.
-                server = await asyncio.to_thread(_fork_server, netns)
+                server = await asyncio.to_thread(fork_server, netns)
             try:
                 await self._spawn_on(server)
                 return
-            except _ServerDied:
+            except ServerDied:
                 self._drop_worker(None)
                 if attempt:
                     raise SandboxError(
                         "the sandbox fork server died twice while starting a worker"
                     ) from None
 
-    async def _spawn_on(self, server: _ForkServer) -> None:
-        self.isolation = _network_isolation(self.config, server.caps)
+    async def _spawn_on(self, server: ForkServer) -> None:
+        self.isolation = network_isolation(self.config, server.caps)
         workdir = tempfile.mkdtemp(prefix="fathom-sandbox-", dir=WORKDIR_ROOT)
-        _WORKDIRS.add(workdir)
+        WORKDIRS.add(workdir)
         self._handle.workdir = workdir
         os.chmod(workdir, 0o711)  # the worker may enter it but, not owning it, cannot write
         to_worker_r, to_worker_w = os.pipe()
@@ -213,7 +213,7 @@ class SandboxSession:
         }
 
     async def _connect(
-        self, server: _ForkServer, to_worker_r: int, from_worker_w: int, read_pipe: Any
+        self, server: ForkServer, to_worker_r: int, from_worker_w: int, read_pipe: Any
     ) -> asyncio.StreamReader:
         """Hand the worker's pipe ends to the fork server, then watch the worker's output."""
         spawn_config = self._spawn_config()
@@ -221,7 +221,7 @@ class SandboxSession:
         try:
             server.spawn(spawn_config, [to_worker_r, from_worker_w])
         except OSError:
-            raise _ServerDied() from None
+            raise ServerDied() from None
         finally:
             os.close(to_worker_r)
             os.close(from_worker_w)
@@ -257,7 +257,7 @@ class SandboxSession:
         write_transport.write(header)
         write_transport.write(payload)
 
-    async def _handshake(self, reader: asyncio.StreamReader, server: _ForkServer) -> None:
+    async def _handshake(self, reader: asyncio.StreamReader, server: ForkServer) -> None:
         """Send the document and wait until the worker is confined and ready."""
         config = self.config
         self._reader = reader
@@ -279,11 +279,11 @@ class SandboxSession:
             raise SandboxError(
                 f"sandbox worker not ready after {config.start_timeout_s} s"
             ) from None
-        except _READ_ERRORS:
+        except READ_ERRORS:
             self._drop_worker(None)
             # No greeting and the server gone: the request died with it; try a fresh one.
             if not greeted and await asyncio.to_thread(died_within, server, 1.0):
-                raise _ServerDied() from None
+                raise ServerDied() from None
             raise SandboxError("sandbox worker exited during start-up") from None
         if ready.get("op") != "ready":
             self._drop_worker(None)
@@ -296,14 +296,14 @@ class SandboxSession:
 
     def _send(self, message: dict[str, Any]) -> None:
         if self._writer is None or self._writer.is_closing():
-            raise _WorkerGone()
+            raise WorkerGone()
         self._writer.write(protocol.encode_json(message))
 
     async def _recv(self, cap: int) -> dict[str, Any]:
         """The next message from the worker; ProtocolViolation for anything malformed."""
         reader = self._reader
         if reader is None:
-            raise _WorkerGone()
+            raise WorkerGone()
         header = await reader.readexactly(protocol.HEADER.size)
         size, kind = protocol.HEADER.unpack(header)
         if kind != protocol.KIND_JSON:
@@ -425,7 +425,7 @@ class SandboxSession:
         if isinstance(exc, replies.ProtocolViolation):
             self._drop_worker("it broke the sandbox protocol")
             return replies.violation_error(str(exc)), False
-        if not isinstance(exc, _READ_ERRORS):
+        if not isinstance(exc, READ_ERRORS):
             self._drop_worker("the previous call was cancelled")
             raise exc
         # The pipe closed: ask the fork server how the worker ended, to tell the model which
@@ -433,7 +433,7 @@ class SandboxSession:
         server, token = self._handle.server, self._handle.token
         self._handle.kill()
         try:
-            status = await _exit_status(server, token)
+            status = await worker_exit_status(server, token)
         except BaseException:
             self._drop_worker("the previous call was cancelled")
             raise
@@ -463,7 +463,7 @@ class SandboxSession:
             request = {"op": "read", "name": name, "max_chars": limit}
             try:
                 reply, _, _ = await self._exchange(request, protocol.frame_cap(limit))
-            except (TimeoutError, *_READ_ERRORS):
+            except (TimeoutError, *READ_ERRORS):
                 self._drop_worker("it stopped answering")
                 raise SandboxError("the sandbox worker stopped answering") from None
             except BaseException:

@@ -17,19 +17,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import replies
-from .launcher import SandboxError, _ForkServer
+from .launcher import ForkServer, SandboxError
 
 # Every working directory created and not yet removed (tests check it ends empty).
-_WORKDIRS: set[str] = set()
+WORKDIRS: set[str] = set()
 
 
 @dataclass
-class _WorkerHandle:
+class WorkerHandle:
     """What must be released when a worker goes away; shared with the GC finalizer."""
 
     pid: int | None = None
     pidfd: int | None = None
-    server: _ForkServer | None = None  # the worker's parent: kills it when there is no pidfd
+    server: ForkServer | None = None  # the worker's parent: kills it when there is no pidfd
     token: str | None = None  # names the worker to its fork server
     workdir: str | None = None
     transports: list[Any] = field(default_factory=list)
@@ -56,34 +56,34 @@ class _WorkerHandle:
             self.pidfd = None
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
-            _WORKDIRS.discard(self.workdir)
+            WORKDIRS.discard(self.workdir)
             self.workdir = None
 
 
-def _last_resort(handle: _WorkerHandle) -> None:
+def last_resort(handle: WorkerHandle) -> None:
     # Runs at garbage collection or interpreter exit when close() was never awaited. It may run
     # off the event loop's thread, so it only signals and removes files; it leaves transports.
     handle.transports.clear()
     handle.release()
 
 
-class _WorkerGone(Exception):
+class WorkerGone(Exception):
     """The worker's pipe closed (it exited or was killed)."""
 
 
-class _ServerDied(Exception):
+class ServerDied(Exception):
     """The fork server died while a worker was being started on it."""
 
 
-_READ_ERRORS = (
-    _WorkerGone,
+READ_ERRORS = (
+    WorkerGone,
     replies.ProtocolViolation,
     asyncio.IncompleteReadError,
     ConnectionError,
 )
 
 
-async def _exit_status(server: _ForkServer | None, token: str | None) -> dict[str, Any]:
+async def worker_exit_status(server: ForkServer | None, token: str | None) -> dict[str, Any]:
     """The fork server's report on how the worker `token` ended (see replies.describe_death)."""
     if server is None or token is None:
         return {"state": "unknown"}
@@ -95,7 +95,7 @@ async def _exit_status(server: _ForkServer | None, token: str | None) -> dict[st
         return {"state": "server-gone"}
 
 
-async def _wait_exit(pidfd: int, timeout: float) -> None:
+async def wait_exit(pidfd: int, timeout: float) -> None:
     """Wait until the process behind `pidfd` has exited (a pidfd turns readable then)."""
     loop = asyncio.get_running_loop()
     done = loop.create_future()

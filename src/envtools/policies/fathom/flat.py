@@ -16,13 +16,13 @@ from collections.abc import Callable
 from typing import Any
 
 from envtools.policies.fathom.protocol import (
-    _CALLS_PER_TURN,
-    _CHAPTERS,
-    _SECTIONS_CODE,
+    CALLS_PER_TURN,
+    CHAPTER_RANGE,
     GIVE_UP,
+    SECTIONS_CODE,
     WINDOW_DEF,
-    _message,
-    _View,
+    View,
+    assistant_message,
     name_terms,
     parse_sub_answer,
     search_terms,
@@ -30,7 +30,7 @@ from envtools.policies.fathom.protocol import (
 from envtools.policies.fathom.reader import read_slice
 
 # The root's last message from its answer: the caller's, so an attack can break the answer.
-Final = Callable[[_View, str], dict[str, Any]]
+Final = Callable[[View, str], dict[str, Any]]
 
 # Pages of the sentences around every hit of one name, each page at most CAP characters.
 _PAGES_CODE = (
@@ -60,18 +60,18 @@ _PAGE_CODE = (
 )
 
 
-def root_without_sub_calls(final: Final, view: _View) -> dict[str, Any]:
-    chapters = _CHAPTERS.search(view.question)
+def root_without_sub_calls(final: Final, view: View) -> dict[str, Any]:
+    chapters = CHAPTER_RANGE.search(view.question)
     if chapters:
         return _count(final, view, int(chapters.group(1)), int(chapters.group(2)))
     return search_read(final, view)
 
 
-def _cells(view: _View, prefix: str) -> list[Any]:
+def _cells(view: View, prefix: str) -> list[Any]:
     return [c for c in view.calls if c.args.get("code", "").startswith(prefix)]
 
 
-def search_read(final: Final, view: _View, first_terms: list[str] | None = None) -> dict[str, Any]:
+def search_read(final: Final, view: View, first_terms: list[str] | None = None) -> dict[str, Any]:
     """Grep `first_terms` (default: the names in the question), print the pages around every
     hit, read them all, and follow any lead (a chain's next name, an alias) the same way."""
     question = view.question
@@ -93,10 +93,10 @@ def search_read(final: Final, view: _View, first_terms: list[str] | None = None)
     if todo:
         codes = [
             _PAGE_CODE.format(term=t, term_json=json.dumps(t), i=i)
-            for t, i in todo[:_CALLS_PER_TURN]
+            for t, i in todo[:CALLS_PER_TURN]
         ]
-        return _message(calls=[("repl", {"code": c}) for c in codes])
-    terms = (first_terms or search_terms(question))[:_CALLS_PER_TURN] if not totals else []
+        return assistant_message(calls=[("repl", {"code": c}) for c in codes])
+    terms = (first_terms or search_terms(question))[:CALLS_PER_TURN] if not totals else []
     if result is not None and result.next_names:
         leads = [t for name in result.next_names for t in name_terms(name)]
         terms = [t for t in leads if t not in totals][:1]
@@ -104,23 +104,23 @@ def search_read(final: Final, view: _View, first_terms: list[str] | None = None)
         concluded = parse_sub_answer(read_slice(question, read, complete=True))
         return final(view, concluded.final or GIVE_UP)
     codes = [_PAGES_CODE.format(term=t, term_json=json.dumps(t), cap=cap) for t in terms]
-    return _message(calls=[("repl", {"code": c}) for c in codes])
+    return assistant_message(calls=[("repl", {"code": c}) for c in codes])
 
 
-def _count(final: Final, view: _View, first: int, last: int) -> dict[str, Any]:
+def _count(final: Final, view: View, first: int, last: int) -> dict[str, Any]:
     cap = max(1_000, view.output_cap - 200)
     if not view.calls:
-        code = _SECTIONS_CODE.format(first=first, last=last, cap=cap)
-        return _message(calls=[("repl", {"code": code})])
+        code = SECTIONS_CODE.format(first=first, last=last, cap=cap)
+        return assistant_message(calls=[("repl", {"code": code})])
     try:
         sections = json.loads(view.calls[0].output)
     except ValueError:
         return final(view, GIVE_UP)
     shown = view.calls[1:]
     if len(shown) < len(sections):
-        todo = sections[len(shown) : len(shown) + _CALLS_PER_TURN]
+        todo = sections[len(shown) : len(shown) + CALLS_PER_TURN]
         codes = [f"# section\nprint(doc[{a}:{b}])" for a, b in todo]
-        return _message(calls=[("repl", {"code": c}) for c in codes])
+        return assistant_message(calls=[("repl", {"code": c}) for c in codes])
     total = 0
     for c in shown:
         m = re.fullmatch(r"\s*(\d+)\s*", read_slice(view.question, c.output))

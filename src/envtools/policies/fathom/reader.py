@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envtools.policies.fathom.protocol import NOT_FOUND, _partial, split_prompt
+from envtools.policies.fathom.protocol import NOT_FOUND, partial_answer, split_prompt
 
 _SETTLED_ONLY_WHEN_COMPLETE = frozenset({"temporal"})
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]")
@@ -71,7 +71,7 @@ def reads_whole_history(question: str) -> bool:
         return False
 
 
-def _drop_cut_statements(facts: list[Any], text: str) -> list[Any]:
+def drop_cut_statements(facts: list[Any], text: str) -> list[Any]:
     """A plain statement of a relation with retractions (a one-off one: birth, teacher, maker,
     founding, seat) can be cancelled by the sentence right after it, in its paragraph ("None of
     it was true."). Such a statement that ends a piece of `text` (a window cut after it: a line
@@ -106,27 +106,15 @@ def _relevant(
 
 
 def _relations(answering: Any, relation: str) -> frozenset[str]:
-    steps = getattr(answering, "_STEPS", {}).get(relation, ())
+    steps = answering.CHAIN_STEPS.get(relation, ())
     return frozenset(r for r, _ in steps) | frozenset(_READS.get(relation, ()))
 
 
 def _alias_intros(text: str) -> list[tuple[str, str, str]]:
     """(name, alias, introducing sentence) for every alias introduction in `text`, read with
-    the generator's grammar reader (its public `read_aliases` when it has one)."""
-    from fathom_rlm import documents
-    from fathom_rlm.documents import reader as grammar_reader
-
-    public = getattr(documents, "read_aliases", None)
-    if public is not None:
-        return [(name, alias, text[a:b]) for name, alias, (a, b) in public(text)]
-    out = []
-    grammar = grammar_reader._compiled(grammar_reader.SPLITS)
-    for m in _SENTENCE.finditer(text):
-        sentence = m.group().strip()
-        intro = grammar_reader._read_intro(grammar, sentence)
-        if intro is not None:
-            out.append((intro[0], "the" + intro[1][3:], sentence))
-    return out
+    the generator's grammar reader."""
+    documents, _ = _grammar()
+    return [(name, alias, text[a:b]) for name, alias, (a, b) in documents.read_aliases(text)]
 
 
 def _aliases(text: str, names: set[str]) -> list[tuple[str, str, str]]:
@@ -177,7 +165,7 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
     offset = len(head) + 2 if head else 0
     whole = f"{head}\n\n{text}" if head else text
     facts = documents.read_facts(whole) if whole.strip() else []
-    facts = _drop_cut_statements(facts, whole)
+    facts = drop_cut_statements(facts, whole)
     answer = answering.answer_from_facts(intent, facts)
     if answer and (complete or intent.family not in _SETTLED_ONLY_WHEN_COMPLETE):
         return str(answer)
@@ -213,7 +201,7 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
                 quotes.append(quote)
     # An alias of a name it is looking for, and found no fact about, is a lead too: the caller
     # searches whichever lead it has not searched yet.
-    steps = getattr(answering, "_STEPS", {}).get(intent.relation)
+    steps = answering.CHAIN_STEPS.get(intent.relation)
     if steps:
         # A name of a chain is covered only by a fact of its own step: the named person's
         # birth does not say who taught them, and the teaching may be stated under an alias.
@@ -236,4 +224,4 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
             leads.append(alias)
     if not quotes and not leads:
         return NOT_FOUND
-    return _partial(quotes, leads)
+    return partial_answer(quotes, leads)
