@@ -422,8 +422,6 @@ _PLAIN_NAMES = [
 ]
 _PLAIN_BUILTINS: dict[str, Any] = {name: getattr(builtins, name) for name in _PLAIN_NAMES}
 
-HELPER_NAMES = (*TEXT_HELPERS, "llm")
-
 
 def make_builtins(llm: Callable[[Any, Any], str]) -> dict[str, Any]:
     """The `__builtins__` mapping of the sandbox: safe builtins plus the text helpers."""

@@ -15,7 +15,13 @@ from collections import Counter
 from typing import Any
 
 from fathom_rlm.agent import prompts
-from fathom_rlm.documents import get_document, normalize_answer
+from fathom_rlm.documents import (
+    QuestionParseError,
+    get_document,
+    infer_answer_type,
+    normalize_answer,
+    parse_question,
+)
 from fathom_rlm.tokens import CHARS_PER_TOKEN
 
 from envtools.policies.base import ChatResult
@@ -277,12 +283,8 @@ def _prior_key(question: str) -> str:
     """What a policy can tell of a question's family from its wording: the family when the
     question grammar parses it, else the asked answer type."""
     try:
-        from fathom_rlm.documents import parse_question  # type: ignore[attr-defined]
-
         return str(parse_question(question).family)
-    except Exception:  # an older generator without the parser, or an unparsable question
-        from fathom_rlm.documents import infer_answer_type
-
+    except QuestionParseError:
         return "type:" + infer_answer_type(question)
 
 

@@ -79,12 +79,6 @@ async def learned(cache: dict[int, _T], key: int, learn: Callable[[int], _T]) ->
     return cache[key]
 
 
-def compose_prompt(question: str, quotes: list[str]) -> str:
-    if not quotes:
-        return question
-    return question + "\n" + KNOWN_HEADER + "\n" + "\n".join(f"- {q}" for q in quotes)
-
-
 def split_prompt(prompt: str) -> tuple[str, str]:
     """(question, text of the "Known so far" block); a self-read instruction is dropped."""
     head, _, known = prompt.replace("\n" + SELF_READ, "").partition("\n" + KNOWN_HEADER)

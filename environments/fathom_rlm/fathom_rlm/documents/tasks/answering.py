@@ -10,19 +10,10 @@ document: an honest planner may call them on what its readers returned.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from .core import normalize_answer
 from .intent import QuestionIntent
-
-
-class FactLike(Protocol):
-    relation: str
-    subject: str
-    value: str
-    detail: str | None
-    chapter: int | None
-
 
 # Chains as (relation, field) steps from the entity the question names: each step looks up the
 # fact of `relation` whose subject is the current entity and moves to its value (or detail).
