@@ -69,8 +69,10 @@ def run(
 
 
 def _whole_region_count(row: dict[str, Any]) -> str:
-    from fathom_rlm.documents import parse_question, read_facts
-    from fathom_rlm.documents.tasks.answering import count_from_facts
+    from fathom_rlm.documents import parse_question
+
+    from envtools.audit.answering import count_from_facts
+    from envtools.audit.grammar_reader import read_facts
 
     text = get_document(row["seed"], row["doc_tokens"]).text
     start, end = row["region"]
@@ -175,8 +177,9 @@ def test_a_statement_cut_from_its_retraction_settles_nothing() -> None:
     reader of that text alone must); the slice reader drops such a one-off statement when the
     text ends, or a window break follows, right after it, and keeps it when its paragraph goes on
     (there the retraction would have been read and the statement cancelled)."""
-    from fathom_rlm.documents import generate_document, read_facts
+    from fathom_rlm.documents import generate_document
 
+    from envtools.audit.grammar_reader import read_facts
     from envtools.policies.fathom.reader import drop_cut_statements
 
     doc = generate_document(2_000_000, 16_000)

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fathom_rlm.agent import prompts
-from fathom_rlm.documents.baselines import infer_answer_type
 
+from envtools.audit.baselines import infer_answer_type
 from envtools.policies.base import ChatResult
 from envtools.policies.fathom.code_only import typed_candidates
 from envtools.policies.fathom.protocol import (

@@ -18,12 +18,12 @@ from fathom_rlm.agent import prompts
 from fathom_rlm.documents import (
     QuestionParseError,
     get_document,
-    infer_answer_type,
     normalize_answer,
     parse_question,
 )
 from fathom_rlm.tokens import CHARS_PER_TOKEN
 
+from envtools.audit.baselines import blind_answer, infer_answer_type
 from envtools.policies.base import ChatResult
 from envtools.policies.fathom.gold import TASKS, TaskIndex
 from envtools.policies.fathom.planner import FathomReference
@@ -139,8 +139,6 @@ class FrequentEntity:
         if tools and not view.calls:
             code = "print(most_common(re_findall('[A-Z][a-z]+ [A-Z][a-z]+', doc), 5))"
             return ChatResult(assistant_message(calls=[("repl", {"code": code})]))
-        from fathom_rlm.documents import blind_answer
-
         row = self.index.require(view.question, view.doc_chars)  # refuse, never guess
         doc = get_document(int(row["seed"]), int(row["doc_tokens"]))
         return ChatResult(answer_message(blind_answer(doc, view.question)))

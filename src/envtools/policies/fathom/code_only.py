@@ -14,9 +14,9 @@ from typing import Any
 
 from fathom_rlm.agent import prompts
 from fathom_rlm.documents import normalize_answer
-from fathom_rlm.documents.baselines import NUMBER_PATTERN, infer_answer_type
 from fathom_rlm.documents.world import ORG_KINDS, ROLES, THINGS
 
+from envtools.audit.baselines import NUMBER_PATTERN, infer_answer_type
 from envtools.policies.base import ChatResult
 from envtools.policies.fathom.protocol import (
     GIVE_UP,

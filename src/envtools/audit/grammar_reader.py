@@ -22,9 +22,9 @@ import bisect
 import re
 from functools import lru_cache
 
-from .facts import Fact, Span
-from .filler_tables import ACTIVITIES, FILLER
-from .grammar import (
+from fathom_rlm.documents.facts import Fact, Span
+from fathom_rlm.documents.filler_tables import ACTIVITIES, FILLER
+from fathom_rlm.documents.grammar import (
     ADVERBIALS,
     DISTRACTOR_WRAPPERS,
     PERSON_SLOTS,
@@ -35,8 +35,8 @@ from .grammar import (
     deal,
     split_grammar,
 )
-from .grammar_tables import ASIDES, EPITHET_ADJECTIVES, EPITHET_NOUNS
-from .world import NICKNAMES, ORG_KINDS, ROLES, THINGS
+from fathom_rlm.documents.grammar_tables import ASIDES, EPITHET_ADJECTIVES, EPITHET_NOUNS
+from fathom_rlm.documents.world import NICKNAMES, ORG_KINDS, ROLES, THINGS
 
 
 def _alt(words) -> str:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .core import normalize_answer
-from .intent import QuestionIntent
+from fathom_rlm.documents.tasks.core import normalize_answer
+from fathom_rlm.documents.tasks.intent import QuestionIntent
 
 # Chains as (relation, field) steps from the entity the question names: each step looks up the
 # fact of `relation` whose subject is the current entity and moves to its value (or detail).
