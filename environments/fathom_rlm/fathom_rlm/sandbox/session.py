@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import itertools
 import os
 import re
@@ -26,6 +25,7 @@ from .config import (
     SandboxConfig,
     call_llm,
     network_isolation,
+    refuse_llm,
     wants_netns,
 )
 from .launcher import SERVERS, ForkServer, SandboxError, died_within, fork_server
@@ -36,6 +36,7 @@ from .worker_handle import (
     WorkerGone,
     WorkerHandle,
     last_resort,
+    send_document,
     wait_exit,
     worker_exit_status,
 )
@@ -43,10 +44,6 @@ from .worker_handle import (
 # ---------------------------------------------------------------------------------------------
 # Sessions
 # ---------------------------------------------------------------------------------------------
-
-_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
-_PIPE_DEFAULT = 64 * 1024
-_PIPE_MAX = 1 << 20  # the usual unprivileged ceiling (/proc/sys/fs/pipe-max-size)
 
 # Where working directories are created (None: the system's temporary directory). Tests point
 # it at a root of their own so they only ever inspect their own directories.
@@ -191,32 +188,16 @@ class SandboxSession:
             raise
         await self._handshake(reader, server)
 
-    def _spawn_config(self) -> dict[str, Any]:
-        config = self.config
-        return {
-            "workdir": self._handle.workdir,
-            "memory_mb": config.memory_mb,
-            "cpu_seconds": config.cpu_seconds,
-            "max_open_files": config.max_open_files,
-            "max_processes": config.max_processes,
-            "max_output_chars": config.max_output_chars,
-            "max_code_chars": config.max_code_chars,
-            "max_llm_calls_per_run": config.max_llm_calls_per_run,
-            "max_llm_request_chars": config.max_llm_request_chars,
-            "uid": config.uid,
-            "uid_base": config.uid_base,
-            "network": self.isolation,
-            "filesystem_lock": config.filesystem_lock,
-            "syscall_filter": config.syscall_filter,
-            "allow_unsafe_exec_for_tests": self._allow_unsafe_exec,
-            "token": f"{os.getpid()}-{next(_TOKENS)}",
-        }
-
     async def _connect(
         self, server: ForkServer, to_worker_r: int, from_worker_w: int, read_pipe: Any
     ) -> asyncio.StreamReader:
         """Hand the worker's pipe ends to the fork server, then watch the worker's output."""
-        spawn_config = self._spawn_config()
+        spawn_config = self.config.worker_settings(
+            workdir=self._handle.workdir,
+            network=self.isolation,
+            allow_unsafe_exec=self._allow_unsafe_exec,
+            token=f"{os.getpid()}-{next(_TOKENS)}",
+        )
         self._handle.token = spawn_config["token"]
         try:
             server.spawn(spawn_config, [to_worker_r, from_worker_w])
@@ -241,27 +222,12 @@ class SandboxSession:
         self._handle.transports.append(write_transport)
         self._writer = write_transport
 
-    def _send_document(self) -> None:
-        write_transport = self._writer
-        assert write_transport is not None
-        header, payload = protocol.encode_doc(self._document)
-        if len(payload) > _PIPE_DEFAULT:
-            # Room for the whole document: one write here and one read in the worker, instead of
-            # a wake-up on both sides per 64 KB. Pages are only used while data sits in the pipe.
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(
-                    write_transport.get_extra_info("pipe").fileno(),
-                    _F_SETPIPE_SZ,
-                    min(len(payload) + len(header), _PIPE_MAX),
-                )
-        write_transport.write(header)
-        write_transport.write(payload)
-
     async def _handshake(self, reader: asyncio.StreamReader, server: ForkServer) -> None:
         """Send the document and wait until the worker is confined and ready."""
         config = self.config
         self._reader = reader
-        self._send_document()
+        assert self._writer is not None
+        send_document(self._writer, self._document)
         greeted = False
         try:
             async with asyncio.timeout(config.start_timeout_s):
@@ -315,30 +281,6 @@ class SandboxSession:
         # (measured: longer). The caps keep a frame small enough (see docs/sandbox.md).
         return replies.decode_frame(payload)
 
-    def _llm_refused(self, message: dict[str, Any], in_run: int) -> str | None:
-        """Why the parent turns this llm() request down by itself, or None.
-
-        The worker checks the same caps; they are checked again here because the worker runs
-        model code and may not be honest.
-        """
-        config = self.config
-        prompt, text = message.get("prompt"), message.get("text")
-        if not isinstance(prompt, str) or not isinstance(text, str):
-            return "llm() takes two str arguments"
-        if len(prompt) + len(text) > config.max_llm_request_chars:
-            return (
-                f"llm() prompt and text have {len(prompt) + len(text):,} characters together; "
-                f"the limit is {config.max_llm_request_chars:,}"
-            )
-        if in_run > config.max_llm_calls_per_run:
-            return f"llm() was called more than {config.max_llm_calls_per_run} times in this call"
-        cap = config.max_llm_calls_per_session
-        if cap is not None and self._llm_calls_total >= cap:
-            return f"llm() was already called {cap} times in this session"
-        if self._llm is None:
-            return "llm() is not available: no model is attached to this sandbox"
-        return None
-
     async def _answer_llm(self, message: dict[str, Any]) -> dict[str, Any]:
         """The reply to one llm() request that passed the caps: the callback's answer."""
         assert self._llm is not None
@@ -369,7 +311,9 @@ class SandboxSession:
                 raise replies.ProtocolViolation("an llm() request outside of running code")
             requests += 1
             mark = time.perf_counter()
-            refusal = self._llm_refused(message, requests)
+            refusal = refuse_llm(
+                self.config, message, requests, self._llm_calls_total, self._llm is not None
+            )
             if refusal is not None:
                 answer = replies.llm_refusal(refusal)
             else:
@@ -405,8 +349,10 @@ class SandboxSession:
                     raise replies.ProtocolViolation(f"a reply of kind {reply.get('op')!r}")
             except BaseException as exc:
                 error, timed_out = await self._call_failed(exc)
-                return self._failure(started, error, timed_out=timed_out, restarted=restarted)
-            result = self._result(reply, started, llm_wait, requests, restarted)
+                return ReplResult.failed(started, error, timed_out=timed_out, restarted=restarted)
+            result = ReplResult.from_reply(
+                reply, self.config.max_output_chars, started, llm_wait, requests, restarted
+            )
             # The reward asks whether any tool touched the document: a worker may only claim
             # it for code that names `doc` (the worker checks the parsed cell; this is the text).
             result.touched_document = result.touched_document and _names_doc(code)
@@ -490,53 +436,6 @@ class SandboxSession:
         if not self._allow_unsafe_exec:
             raise SandboxError("this session was not started for unsafe test execution")
         return await self._run(code, "unsafe_exec")
-
-    # -- results ----------------------------------------------------------------------------
-
-    def _result(
-        self,
-        reply: dict[str, Any],
-        started: float,
-        llm_wait: float,
-        llm_requests: int,
-        restarted: str | None,
-    ) -> ReplResult:
-        limit = self.config.max_output_chars
-        output = reply.get("output")
-        output = output if isinstance(output, str) else ""
-        if len(output) > limit + 400:  # the worker already cut it; do not trust that
-            output = output[:limit] + "\n[output truncated]"
-        if restarted is not None:
-            output = replies.restart_note(restarted) + output
-        error = reply.get("error")
-        error = str(error)[:4000] if error is not None else None
-        return ReplResult(
-            output=output,
-            error=error,
-            wall_s=time.perf_counter() - started,
-            output_chars=replies.as_count(reply.get("output_chars")),
-            truncated=bool(reply.get("truncated")),
-            timed_out=bool(reply.get("timed_out")),
-            touched_document=bool(reply.get("touched_document")),
-            llm_calls=llm_requests,  # counted here: the worker's own count is not trusted
-            llm_wait_s=llm_wait,
-            worker_restarted=restarted is not None,
-        )
-
-    def _failure(
-        self, started: float, error: str, *, timed_out: bool, restarted: str | None
-    ) -> ReplResult:
-        return ReplResult(
-            output=replies.restart_note(restarted) if restarted is not None else "",
-            error=error,
-            wall_s=time.perf_counter() - started,
-            output_chars=0,
-            truncated=False,
-            timed_out=timed_out,
-            touched_document=False,
-            llm_calls=0,
-            worker_restarted=restarted is not None,
-        )
 
 
 _DOC_NAME = re.compile(r"\bdoc\b")

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import replies
+from . import protocol, replies
 from .launcher import ForkServer, SandboxError
+
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+_PIPE_DEFAULT = 64 * 1024
+_PIPE_MAX = 1 << 20  # the usual unprivileged ceiling (/proc/sys/fs/pipe-max-size)
 
 # Every working directory created and not yet removed (tests check it ends empty).
 WORKDIRS: set[str] = set()
@@ -107,3 +112,19 @@ async def wait_exit(pidfd: int, timeout: float) -> None:
         pass
     finally:
         loop.remove_reader(pidfd)
+
+
+def send_document(write_transport: asyncio.WriteTransport, document: str) -> None:
+    """Write the document frame to a new worker's pipe."""
+    header, payload = protocol.encode_doc(document)
+    if len(payload) > _PIPE_DEFAULT:
+        # Room for the whole document: one write here and one read in the worker, instead of
+        # a wake-up on both sides per 64 KB. Pages are only used while data sits in the pipe.
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(
+                write_transport.get_extra_info("pipe").fileno(),
+                _F_SETPIPE_SZ,
+                min(len(payload) + len(header), _PIPE_MAX),
+            )
+    write_transport.write(header)
+    write_transport.write(payload)
