@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from fathom_rlm.agent import prompts
-from fathom_rlm.agent.answer import sub_call_answer
+from fathom_rlm.agent.answer import single_answer, sub_call_answer
 from fathom_rlm.agent.caps import RolloutCaps
 from fathom_rlm.agent.chat import (
     ChatFn,
@@ -121,8 +121,6 @@ class RolloutTools:
 
     def finish(self, final_message: str | None, ended_by: str) -> RolloutRecord:
         """Store the final reply (None if the turn budget ran out) and return the record."""
-        from fathom_rlm.agent.answer import single_answer
-
         self.record.final_message = final_message
         self.record.final_answer = single_answer(final_message)
         self.record.ended_by = ended_by
