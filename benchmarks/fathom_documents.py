@@ -33,9 +33,7 @@ from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.documents import (
     FAMILIES,
     GENERATOR_VERSION,
-    blind_answer,
     generate_document,
-    grep_answer,
     make_tasks,
     matches_gold,
     normalize_answer,
@@ -43,6 +41,7 @@ from fathom_rlm.documents import (
 )
 
 from envtools import cli
+from envtools.audit.baselines import blind_answer, grep_answer
 
 
 def _time(fn: Callable[[], object]) -> float:
@@ -152,9 +151,9 @@ def shapes() -> None:
 def naive(n_docs: int, tokens: int) -> None:
     """Matches of the train verb phrases (past tense, anywhere in a sentence), classified by the
     annotation of the sentence they fall in: a fact, a distractor of some kind, or other."""
-    from fathom_rlm.documents.reader import _SENTENCE, _compiled
+    from envtools.audit.grammar_reader import SENTENCE, compiled_grammar
 
-    patterns = [p for entries in _compiled(("train",)).index.values() for _, p in entries]
+    patterns = [p for entries in compiled_grammar(("train",)).index.values() for _, p in entries]
     print(f"naive train-pattern matcher, {n_docs} documents of {tokens:,} tokens per split")
     print("| split | matches | in fact sentences | in distractors | distractor kinds |")
     print("|---|---:|---:|---:|---|")
@@ -169,7 +168,7 @@ def naive(n_docs: int, tokens: int) -> None:
                 (d.fact.sentence if d.kind == "retracted" and d.fact else d.spans[-1]): d.kind
                 for d in doc.distractors
             }
-            for m in _SENTENCE.finditer(doc.text):
+            for m in SENTENCE.finditer(doc.text):
                 sentence = m.group()
                 found = False
                 for p in patterns:

@@ -30,6 +30,7 @@ from fathom_rlm.sandbox import (
     SandboxConfig,
     SandboxError,
     SandboxSession,
+    cells,
     fork_server_cpu_seconds,
     isolation_report,
     shutdown_fork_servers,
@@ -98,7 +99,7 @@ def bench_in_process(doc: str, calls: int) -> dict[str, float]:
         exec(compile(code, "<bench>", "exec"), dict(plain_globals))
 
     def rp(code: str) -> None:
-        cell = restricted_layer.compile_cell(code)
+        cell = cells.compile_cell(code)
         exec(cell.body, rp_globals)
         if cell.tail is not None:
             repr(eval(cell.tail, rp_globals))

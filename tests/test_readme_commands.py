@@ -491,10 +491,10 @@ NOT_RUN: dict[str, str] = {
     "uv run python -m envtools.policies.fathom.position_tell --doc-tokens N": _LONG,
     "uv run python -m envtools.policies.fathom.value_tells --doc-tokens 16000": _LONG,
     (
-        "uv run python -m fathom_rlm.documents.tasks.predictability --split train "
+        "uv run python -m envtools.audit.predictability --split train "
         "--aggregation-only --n 2500 --held-n 1000"
     ): _LONG,
-    "uv run python -m fathom_rlm.documents.tasks.predictability --split train --null 200": _LONG,
+    "uv run python -m envtools.audit.predictability --split train --null 200": _LONG,
     "uv run python -m envtools.sft_export --out FILE.jsonl": (
         "a synopsis (FILE.jsonl: the file to write); the docs/training.md export runs here"
     ),

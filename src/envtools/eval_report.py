@@ -406,7 +406,7 @@ def _label_points(ax: Any, points: Sequence[tuple[int, float, float]]) -> list[A
         taken.append((cx - pad - 5, cy - pad - 5, cx + pad + 5, cy + pad + 5))
     labels = []
     for members, (x, y) in _clusters([(str(n), x, y) for n, x, y in points]):
-        text = _number_ranges(sorted(int(m) for m in members))
+        text = number_ranges(sorted(int(m) for m in members))
         for dx, dy, ha, va in _SPOTS:
             label = _annotate(ax, text, (x, y), (dx, dy), ha, va)
             box = label.get_window_extent(renderer)
@@ -448,7 +448,7 @@ def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def _number_ranges(numbers: list[int]) -> str:
+def number_ranges(numbers: list[int]) -> str:
     """[1, 2, 3, 5] -> "1-3, 5": consecutive numbers as a range."""
     runs: list[list[int]] = []
     for n in numbers:

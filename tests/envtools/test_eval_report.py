@@ -12,9 +12,9 @@ from matplotlib.transforms import Bbox
 
 from envtools.eval_report import (
     ROLE_COLORS,
-    _number_ranges,
     accuracy_vs_tokens_figure,
     legend,
+    number_ranges,
 )
 from envtools.policies import fathom
 
@@ -119,9 +119,9 @@ def _expand(text: str) -> list[int]:
 
 
 def test_number_ranges_join_consecutive_numbers() -> None:
-    assert _number_ranges([1, 2, 3, 5, 7, 8]) == "1-3, 5, 7-8"
-    assert _number_ranges([4]) == "4"
-    assert _expand(_number_ranges([1, 2, 3, 5, 7, 8])) == [1, 2, 3, 5, 7, 8]
+    assert number_ranges([1, 2, 3, 5, 7, 8]) == "1-3, 5, 7-8"
+    assert number_ranges([4]) == "4"
+    assert _expand(number_ranges([1, 2, 3, 5, 7, 8])) == [1, 2, 3, 5, 7, 8]
 
 
 def test_no_chart_without_points() -> None:

@@ -69,8 +69,10 @@ def run(
 
 
 def _whole_region_count(row: TaskRecord) -> str:
-    from fathom_rlm.documents import parse_question, read_facts
-    from fathom_rlm.documents.tasks.answering import count_from_facts
+    from fathom_rlm.documents import parse_question
+
+    from envtools.audit.answering import count_from_facts
+    from envtools.audit.grammar_reader import read_facts
 
     text = get_document(row.seed, row.doc_tokens).text
     start, end = row.region
@@ -175,9 +177,10 @@ def test_a_statement_cut_from_its_retraction_settles_nothing() -> None:
     reader of that text alone must); the slice reader drops such a one-off statement when the
     text ends, or a window break follows, right after it, and keeps it when its paragraph goes on
     (there the retraction would have been read and the statement cancelled)."""
-    from fathom_rlm.documents import generate_document, read_facts
+    from fathom_rlm.documents import generate_document
 
-    from envtools.policies.fathom.reader import _drop_cut_statements
+    from envtools.audit.grammar_reader import read_facts
+    from envtools.policies.fathom.reader import drop_cut_statements
 
     doc = generate_document(2_000_000, 16_000)
     checked = 0
@@ -191,7 +194,7 @@ def test_a_statement_cut_from_its_retraction_settles_nothing() -> None:
         read = [f for f in read_facts(cut) if f.relation == d.relation]
         assert read and read[-1].value == d.value, (d, cut)
         for text in (cut, cut + "\n A new bridge was begun."):
-            kept = _drop_cut_statements(read_facts(text), text)
+            kept = drop_cut_statements(read_facts(text), text)
             assert not [f for f in kept if f.relation == d.relation and f.value == d.value]
         whole = doc.text[start : d.spans[-1][1]]
         assert not [f for f in read_facts(whole) if f.value == d.value and f.relation == d.relation]
@@ -204,7 +207,7 @@ def test_a_statement_cut_from_its_retraction_settles_nothing() -> None:
         if fact.spans[0][0] < fact.sentence[0] - 200:
             continue
         text = doc.text[fact.spans[0][0] : fact.sentence[1]] + " The mill burned down."
-        kept = _drop_cut_statements(read_facts(text), text)
+        kept = drop_cut_statements(read_facts(text), text)
         assert [f for f in kept if f.relation == fact.relation and f.value == fact.value]
         kept_facts += 1
     assert kept_facts >= 5

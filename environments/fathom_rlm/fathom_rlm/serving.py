@@ -94,9 +94,3 @@ def close_serving_scope() -> None:
     except subprocess.TimeoutExpired:
         scope.janitor.kill()
         scope.janitor.wait()
-
-
-def serving_scope_root() -> str | None:
-    """The scratch root of this process's open scope, if any (for tests and diagnostics)."""
-    scope = _SCOPE
-    return scope.root if scope is not None and scope.pid == os.getpid() else None

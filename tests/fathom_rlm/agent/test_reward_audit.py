@@ -136,7 +136,7 @@ def test_attack_symptoms_are_visible_in_the_metrics(tasks: list[TaskRecord]) -> 
 def test_sandbox_never_hands_out_the_gold(tasks: list[TaskRecord]) -> None:
     for _row, _record, scores, transcript in run_policy("fathom-sandbox-leak", tasks):
         outputs = [m["content"] for m in transcript if m["role"] == "tool"]
-        probes = outputs[: len(fathom._LEAK_PROBES)]
+        probes = outputs[: len(fathom.LEAK_PROBES)]
         assert all(o.startswith("Error:") for o in probes), probes
         assert scores["correctness"] == 0.0
 

@@ -9,7 +9,7 @@ import pytest
 from fathom_rlm.documents import generate_document
 from fathom_rlm.documents.alternatives import draw_alternatives
 from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
-from fathom_rlm.documents.world import build_world
+from fathom_rlm.documents.world_builder import build_world
 
 N = 5
 

@@ -7,14 +7,14 @@ from collections import Counter, defaultdict
 import pytest
 from fathom_rlm.documents import (
     FAMILIES,
-    blind_answer,
     get_document,
-    grep_answer,
     make_tasks,
     matches_gold,
     normalize_answer,
 )
 from fathom_rlm.documents.tasks.intent import READING_FAMILIES
+
+from envtools.audit.baselines import blind_answer, grep_answer
 
 BLIND_MAX = 0.15
 GREP_MAX = 0.30  # for every family that needs reading (all but the ID lookup)

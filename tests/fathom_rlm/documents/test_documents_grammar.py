@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from fathom_rlm.documents import generate_document, person_key, read_facts, shape_counts
-from fathom_rlm.documents.filler import ACTIVITIES, FILLER, TITLE_PATTERNS
+from fathom_rlm.documents import generate_document, person_key, shape_counts
+from fathom_rlm.documents.filler_tables import ACTIVITIES, FILLER, TITLE_PATTERNS
 from fathom_rlm.documents.grammar import (
     ALL_INITIAL_PHRASES,
     ALL_VERB_PHRASES,
@@ -29,6 +29,8 @@ from fathom_rlm.documents.grammar_tables import (
 )
 from fathom_rlm.documents.render import MAX_RETRACTED_PER_FACT, retractions_per_fact
 from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
+
+from envtools.audit.grammar_reader import read_facts
 
 SHORT = 16_000
 SPLIT_DOCS = {split: [base, base + 1] for split, base in SPLIT_SEED_BASE.items()}

@@ -12,8 +12,9 @@ from fathom_rlm.agent.caps import RolloutCaps
 from fathom_rlm.documents import FAMILIES, QuestionParseError, parse_question, split_tasks
 from fathom_rlm.documents.tasks import RELATIONS, TaskRecord, region_bounds
 from fathom_rlm.documents.tasks.intent import intent_from_slots, template_pattern
-from fathom_rlm.documents.tasks.predictability import count_rows, report
 from fathom_rlm.documents.tasks.wordings import ORDINALS, TIMES
+
+from envtools.audit.predictability import count_rows, report
 
 SPLITS = ("train", "eval", "heldout")
 _SLOT = re.compile(r"\{(\w+)\}")

@@ -15,10 +15,11 @@ from fathom_rlm.documents import (
     matches_gold,
     normalize_answer,
 )
-from fathom_rlm.documents.reader import read_facts
-from fathom_rlm.documents.render import NUMBER_WORDS
+from fathom_rlm.documents.filler_tables import NUMBER_WORDS
 from fathom_rlm.documents.tasks import count_max, parse_question, region_bounds
-from fathom_rlm.documents.tasks.answering import answer_from_facts, count_from_facts
+
+from envtools.audit.answering import answer_from_facts, count_from_facts
+from envtools.audit.grammar_reader import read_facts
 
 # ------------------------------------------------------------------ an independent world oracle
 

@@ -30,12 +30,12 @@ def heldout_doc():
 def test_each_group_holds_one_true_claim_read_off_the_world(heldout_doc, design):
     groups = vp.claim_groups(heldout_doc, design, random.Random(0))
     assert groups
-    truth = vp._moves if design.endswith("moves") else vp._home
+    truth = vp.moves_before if design.endswith("moves") else vp.home_at
     for group in groups:
         assert len(group) == vp.GROUP
         assert [claim[3] for claim in group] == [True] + [False] * (vp.GROUP - 1)
         for person, chapter, value, true in group:
-            assert vp._settled(heldout_doc, person, chapter)
+            assert vp.settled_in(heldout_doc, person, chapter)
             assert (truth(heldout_doc, person, chapter) == value) is true
         people = {claim[0] for claim in group}
         chapters = {claim[1] for claim in group}

@@ -78,7 +78,7 @@ def wait_until(predicate, timeout: float = 3.0) -> bool:
 
 
 def fork_server_pids() -> set[int]:
-    return {server.proc.pid for server in session_module._SERVERS.values()}
+    return {server.proc.pid for server in session_module.SERVERS.values()}
 
 
 def sandbox_pids() -> set[int]:
@@ -108,7 +108,7 @@ def no_leaks_after_module(private_temp_root):
     assert wait_until(lambda: not (sandbox_pids() - before)), (
         f"sandbox processes left behind: {sandbox_pids() - before}"
     )
-    assert not session_module._WORKDIRS, f"work dirs left: {session_module._WORKDIRS}"
+    assert not session_module.WORKDIRS, f"work dirs left: {session_module.WORKDIRS}"
     left = [d for d in os.listdir(private_temp_root) if d.startswith("fathom-sandbox-")]
     assert not left, f"work dirs left on disk: {left}"
 

@@ -27,9 +27,9 @@ DOC = "Orvel Dunmar keeps the ledger in Cadrith. " * 50
 CONFIG = SandboxConfig(call_timeout_s=5.0, kill_grace_s=1.0)
 
 
-def _server() -> session_module._ForkServer:
+def _server() -> session_module.ForkServer:
     """The fork server sessions with CONFIG use (other modules may have started others)."""
-    return session_module._SERVERS[session_module._wants_netns(CONFIG)]
+    return session_module.SERVERS[session_module.wants_netns(CONFIG)]
 
 
 def _server_pid() -> int:

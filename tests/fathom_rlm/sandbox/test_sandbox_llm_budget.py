@@ -9,7 +9,7 @@ import time
 import pytest
 from fathom_rlm.sandbox import LLMRefused, SandboxConfig, SandboxError, SandboxSession
 from fathom_rlm.sandbox import session as session_module
-from fathom_rlm.sandbox.readonly import _CELL
+from fathom_rlm.sandbox.readonly import CELL
 
 from .conftest import sandbox_pids, wait_until
 
@@ -201,8 +201,8 @@ def test_failed_start_closes_the_pipes(monkeypatch: pytest.MonkeyPatch, failure:
         before = _fd_count()
         with monkeypatch.context() as patch:
             if failure == "spawn":
-                patch.setattr(session_module._ForkServer, "spawn", broken)
-                patch.setattr(session_module, "_fork_server", lambda *a: broken())
+                patch.setattr(session_module.ForkServer, "spawn", broken)
+                patch.setattr(session_module, "fork_server", lambda *a: broken())
             else:
                 loop_type = type(asyncio.get_running_loop())
                 patch.setattr(loop_type, f"connect_{failure}", broken_async)
@@ -213,7 +213,7 @@ def test_failed_start_closes_the_pipes(monkeypatch: pytest.MonkeyPatch, failure:
 
     before, after = asyncio.run(scenario())
     assert after <= before, (before, after)
-    assert not session_module._WORKDIRS
+    assert not session_module.WORKDIRS
 
 
 @pytest.mark.parametrize(
@@ -227,10 +227,10 @@ def test_failed_start_closes_the_pipes(monkeypatch: pytest.MonkeyPatch, failure:
     ],
 )
 def test_read_only_pattern_fails_fast(cell: str) -> None:
-    _CELL.fullmatch(cell)  # warm
+    CELL.fullmatch(cell)  # warm
     times = []
     for _ in range(5):
         mark = time.perf_counter()
-        assert _CELL.fullmatch(cell) is None
+        assert CELL.fullmatch(cell) is None
         times.append(time.perf_counter() - mark)
     assert min(times) < 0.001, times

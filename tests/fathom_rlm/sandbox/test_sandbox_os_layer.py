@@ -249,7 +249,7 @@ def test_fork_server_environment_block_is_empty() -> None:
     # Workers inherit the fork server's initial environment block: it must be empty even
     # though the parent has an API key set.
     raw("pass")
-    for server in session_module._SERVERS.values():
+    for server in session_module.SERVERS.values():
         with open(f"/proc/{server.proc.pid}/environ", "rb") as f:
             assert f.read() == b""
 
@@ -331,7 +331,7 @@ def test_namespace_escape_syscalls_refused() -> None:
 
 def test_cannot_signal_parent_or_fork_server() -> None:
     raw("pass")  # make sure a fork server exists
-    targets = [os.getpid(), *(server.proc.pid for server in session_module._SERVERS.values())]
+    targets = [os.getpid(), *(server.proc.pid for server in session_module.SERVERS.values())]
     out = raw(
         f"""
         import os, signal
@@ -344,7 +344,7 @@ def test_cannot_signal_parent_or_fork_server() -> None:
         """
     )
     assert "KILLED" not in out and "refused" in out
-    assert all(server.alive() for server in session_module._SERVERS.values())
+    assert all(server.alive() for server in session_module.SERVERS.values())
 
 
 def test_kill_everything_reaches_nothing() -> None:
@@ -359,7 +359,7 @@ def test_kill_everything_reaches_nothing() -> None:
         """
     )
     assert "survived" in out  # and _raw() checked that the other session still answers
-    assert all(server.alive() for server in session_module._SERVERS.values())
+    assert all(server.alive() for server in session_module.SERVERS.values())
 
 
 def test_fork_refused() -> None:

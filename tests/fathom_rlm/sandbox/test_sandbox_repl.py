@@ -437,4 +437,4 @@ def test_start_rejects_non_text_document() -> None:
 
 
 def test_no_workdirs_left_in_this_module_so_far() -> None:
-    assert not session_module._WORKDIRS
+    assert not session_module.WORKDIRS

@@ -16,12 +16,11 @@ rollout goes on.
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from fathom_rlm.agent import prompts
-from fathom_rlm.agent.answer import sub_call_answer
+from fathom_rlm.agent.answer import single_answer, sub_call_answer
 from fathom_rlm.agent.caps import RolloutCaps
 from fathom_rlm.agent.chat import (
     ChatFn,
@@ -32,6 +31,7 @@ from fathom_rlm.agent.chat import (
     reported_usage,
     schema_chars,
 )
+from fathom_rlm.agent.context import AgentContext, close_session, own_text_lines
 from fathom_rlm.agent.record import RolloutRecord, SubCallRecord
 from fathom_rlm.agent.schemas import (
     ToolError,
@@ -73,38 +73,6 @@ async def _llm_only(document: str, code: str, caps: RolloutCaps, llm: Any) -> An
     return await run_llm_only(document, code, caps.sandbox or _sandbox().SandboxConfig(), llm)
 
 
-@dataclass
-class _Context:
-    """One agent's view: its text (the document or a slice), its depth and its sandbox."""
-
-    document: str
-    depth: int
-    root_offset: int | None
-    """Where `document` starts in the root document, when known (ranges map back exactly)."""
-    sub: SubCallRecord | None = None
-    """The sub-call this context is (None for the root)."""
-    session: Any = None
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    unread: list[str] = field(default_factory=list)
-    """Tool outputs returned to this agent that it has not read yet (no model call since)."""
-
-    def mark_read(self, record: RolloutRecord, root_document: str) -> None:
-        """The agent made a model call: every tool output returned to it so far entered its
-        context. Only now do they count as evidence, and, for a sub-agent, the verbatim pieces
-        of its own text among them count as its reading."""
-        outputs, self.unread = self.unread, []
-        for output in outputs:
-            record.show_text(output)
-            if self.sub is None:
-                continue
-            lines = _own_text_lines(output, self.document)
-            if lines:
-                self.sub.read_chars += sum(len(line) for line in lines)
-                self.sub.read_texts.extend(lines)
-                if self.root_offset is not None or _own_text_lines(output, root_document):
-                    record.touched_document = True
-
-
 class RolloutTools:
     """The tools of one rollout. Use as `async with` or call `close()`; both are idempotent."""
 
@@ -120,8 +88,8 @@ class RolloutTools:
         self.chat = chat
         self.record = record or RolloutRecord()
         self.record.document_chars = len(document)
-        self._root = _Context(document, 0, 0)
-        self._open: list[_Context] = []
+        self._root = AgentContext(document, 0, 0)
+        self._open: list[AgentContext] = []
         self._closed = False
         self._schemas_by_depth: dict[int, list[ToolSchema]] = {}
         self._schema_chars: dict[int, int] = {}
@@ -153,8 +121,6 @@ class RolloutTools:
 
     def finish(self, final_message: str | None, ended_by: str) -> RolloutRecord:
         """Store the final reply (None if the turn budget ran out) and return the record."""
-        from fathom_rlm.agent.answer import single_answer
-
         self.record.final_message = final_message
         self.record.final_answer = single_answer(final_message)
         self.record.ended_by = ended_by
@@ -166,7 +132,7 @@ class RolloutTools:
         self._closed = True
         contexts, self._open = [self._root, *self._open], []
         for ctx in contexts:
-            await _close_session(ctx)
+            await close_session(ctx)
 
     async def __aenter__(self) -> RolloutTools:
         return self
@@ -183,7 +149,7 @@ class RolloutTools:
 
     # ----------------------------------------------------------------------------- dispatch
 
-    async def _execute(self, ctx: _Context, call: ToolCall, index_in_turn: int) -> str:
+    async def _execute(self, ctx: AgentContext, call: ToolCall, index_in_turn: int) -> str:
         record = self.record
         name = call.name
         offered = name == "repl" or (name == "llm" and ctx.depth < self.caps.max_depth)
@@ -219,7 +185,7 @@ class RolloutTools:
         ctx.unread.append(output)
         return output
 
-    async def _session(self, ctx: _Context) -> Any:
+    async def _session(self, ctx: AgentContext) -> Any:
         if ctx.session is None:
             async with ctx.lock:
                 if ctx.session is None:
@@ -242,11 +208,11 @@ class RolloutTools:
                         raise ToolError(f"the REPL could not start ({exc}); try again.") from None
                     if self._closed:
                         # close() ran while the worker was starting and could not see it.
-                        await _close_session(ctx)
+                        await close_session(ctx)
                         raise ToolError("the rollout is over.")
         return ctx.session
 
-    async def _repl(self, ctx: _Context, code: str) -> str:
+    async def _repl(self, ctx: AgentContext, code: str) -> str:
         if ctx.session is None:
             # No state yet: a plain read of `doc`, or one llm() over it, needs no worker (most
             # sub-agents start so).
@@ -262,13 +228,13 @@ class RolloutTools:
             result = await session.run(code)
         except _sandbox().SandboxError as exc:
             # The worker died (memory, a kill): drop it so the next call starts a fresh one.
-            await _close_session(ctx)
+            await close_session(ctx)
             raise ToolError(f"the REPL stopped ({exc}); its variables are lost.") from None
         if ctx.depth == 0 and result.touched_document:
             self.record.touched_document = True
         return format_repl_result(result)
 
-    async def _llm_tool(self, ctx: _Context, prompt: str, spec: str) -> str:
+    async def _llm_tool(self, ctx: AgentContext, prompt: str, spec: str) -> str:
         target = parse_slice(spec, len(ctx.document))
         root_range: tuple[int, int] | None = None
         if isinstance(target, tuple):
@@ -286,7 +252,7 @@ class RolloutTools:
             source = "variable"
         return await self._sub_call(ctx, prompt, text, "tool", source, root_range)
 
-    async def _variable(self, ctx: _Context, name: str) -> str:
+    async def _variable(self, ctx: AgentContext, name: str) -> str:
         if ctx.session is None:
             raise ToolError(f"no REPL variable named {name!r} (no variable has been assigned yet).")
         try:
@@ -304,7 +270,7 @@ class RolloutTools:
             )
         return value
 
-    def _repl_llm(self, ctx: _Context) -> Any:
+    def _repl_llm(self, ctx: AgentContext) -> Any:
         async def llm(prompt: str, text: str) -> str:
             # llm() from REPL code takes the same path and checks as the tool; a refusal raises
             # inside the code (the sandbox shows it as LLMError) so a silent bad value never
@@ -330,7 +296,7 @@ class RolloutTools:
 
     async def _sub_call(
         self,
-        ctx: _Context,
+        ctx: AgentContext,
         prompt: str,
         text: str,
         origin: str,
@@ -365,7 +331,7 @@ class RolloutTools:
             answer = answer[: caps.max_sub_answer_chars] + " [cut]"
         return answer
 
-    def _sub_reply_counter(self, sub: SubCallRecord, child: _Context | None) -> Any:
+    def _sub_reply_counter(self, sub: SubCallRecord, child: AgentContext | None) -> Any:
         """The callback that books each model reply of a sub-call (and what its child read)."""
         record = self.record
 
@@ -389,7 +355,7 @@ class RolloutTools:
         # The slice is in the reader's prompt: it is read, whatever the reader answers.
         sub.read_chars = len(text)
         sub.read_texts.append(text)
-        if root_range is not None or _own_text_lines(text, self._root.document):
+        if root_range is not None or own_text_lines(text, self._root.document):
             record.touched_document = True
         if root_range is not None:
             record.show_range(*root_range)
@@ -417,7 +383,7 @@ class RolloutTools:
         Returns the child's final message, None when it used all its turns without one.
         """
         caps = self.caps
-        child = _Context(text, depth, root_range[0] if root_range else None, sub)
+        child = AgentContext(text, depth, root_range[0] if root_range else None, sub)
         self._open.append(child)
         try:
             messages: list[Message] = [
@@ -433,7 +399,7 @@ class RolloutTools:
                 self._sub_reply_counter(sub, child),
             )
         finally:
-            await _close_session(child)
+            await close_session(child)
             if child in self._open:
                 self._open.remove(child)
         return result.final_message
@@ -464,13 +430,6 @@ class RolloutTools:
         return chars_to_tokens(prompt_chars), chars_to_tokens(completion_chars)
 
 
-def _own_text_lines(output: str, text: str, min_chars: int = 20) -> list[str]:
-    """Lines of a tool output (20+ characters) that are verbatim pieces of `text`: what an agent
-    read of its own text, as opposed to answers, counts or errors it printed."""
-    lines = (line.strip() for line in output.splitlines())
-    return [line for line in lines if len(line) >= min_chars and line in text]
-
-
 def format_repl_result(result: Any) -> str:
     """What the model sees after a cell: its printed output, then any error."""
     parts = []
@@ -483,17 +442,3 @@ def format_repl_result(result: Any) -> str:
     if not parts:
         return "(no output; print() what you want to see)"
     return "\n".join(parts)
-
-
-async def _close_session(ctx: _Context) -> None:
-    session, ctx.session = ctx.session, None
-    if session is None:
-        return
-    # Shielded so a second cancellation cannot leave a worker process behind.
-    task = asyncio.ensure_future(session.close())
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        raise
-    except Exception:
-        pass

@@ -10,7 +10,6 @@ Typical use::
     doc = get_document(rows[0].seed, rows[0].doc_tokens)
 """
 
-from .baselines import blind_answer, grep_answer, infer_answer_type
 from .document import (
     CHARS_PER_TOKEN,
     GENERATOR_VERSION,
@@ -21,7 +20,6 @@ from .document import (
 from .facts import Distractor, Fact, person_key
 from .grammar import shape_counts
 from .inflight import aget_document
-from .reader import read_aliases, read_facts
 from .render import Chapter
 from .seeds import SPLIT_SEED_BASE, split_of_seed
 from .splits import SPLIT_SIZES, build_split, split_seeds, split_tasks
@@ -34,12 +32,9 @@ from .tasks import (
     Task,
     TaskRecord,
     TaskRecordError,
-    answer_from_facts,
     check_task,
-    count_from_facts,
     make_tasks,
     matches_gold,
-    next_hop,
     normalize_answer,
     parse_question,
     propose_tasks,
@@ -65,24 +60,16 @@ __all__ = [
     "TaskRecordError",
     "World",
     "aget_document",
-    "answer_from_facts",
-    "blind_answer",
     "build_split",
     "check_task",
-    "count_from_facts",
     "generate_document",
     "get_document",
-    "grep_answer",
-    "infer_answer_type",
     "make_tasks",
     "matches_gold",
-    "next_hop",
     "normalize_answer",
     "parse_question",
     "person_key",
     "propose_tasks",
-    "read_aliases",
-    "read_facts",
     "shape_counts",
     "split_of_seed",
     "split_seeds",

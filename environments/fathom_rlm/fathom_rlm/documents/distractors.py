@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from typing import TYPE_CHECKING
 
 from .alternatives import Alternative
-from .filler import article, look_alike
 from .grammar import DISTRACTOR_WRAPPERS, NO_PLANNED, RELATION_SLOTS, RETRACTIONS, TIMED
+from .narrator import Narrator, Ref, Unit, article, look_alike
 from .world import ROLES, birth_year, founding_year
-
-if TYPE_CHECKING:
-    from .render import Ref, Renderer, Unit
 
 KIND_WEIGHTS: dict[str, float] = {
     "negated": 3,
@@ -53,7 +49,7 @@ PER_NEEDLE = 0.6
 class DistractorMaker:
     """Draws a chapter's distractors from the renderer's random stream and tables."""
 
-    def __init__(self, r: Renderer) -> None:
+    def __init__(self, r: Narrator) -> None:
         self.r = r
         w = r.w
         self.kinds = list(KIND_WEIGHTS)
@@ -65,9 +61,6 @@ class DistractorMaker:
         self.worked_for = [{g for _, g, _ in p.employment} for p in w.people]
         self.owned_by = [{o for _, o in a.owners} for a in w.artefacts]
         self.wrapper_index = {w: i for ws in DISTRACTOR_WRAPPERS.values() for i, w in enumerate(ws)}
-        from .render import Unit  # render imports this module
-
-        self.unit_class = Unit
 
     def _weighted(self, items: list[str], cum: list[float]) -> str:
         return items[min(len(items) - 1, bisect.bisect_right(cum, self.r.rnd() * cum[-1]))]
@@ -83,7 +76,7 @@ class DistractorMaker:
 
     def one(self) -> Unit | None:
         """One distractor, or None when the drawn subject has no false value to offer."""
-        r, Unit = self.r, self.unit_class
+        r = self.r
         kind = self._weighted(self.kinds, self.kind_cum)
         relation = self._weighted(self.relations, self.relation_cum)
         if kind == "planned" and relation in NO_PLANNED:
@@ -125,7 +118,7 @@ class DistractorMaker:
         """The ``k``-th false statement about subject ``sid``: the value of alternative world
         ``k`` (alternatives.py) in the relation's own shapes, no cue word, followed by the
         document's ``k``-th retraction (followers.py), which cancels it."""
-        r, Unit = self.r, self.unit_class
+        r = self.r
         vp = r.pick(r.grammar.phrases(relation))
         fields, value, detail, refs = self.alternative_fields(relation, sid, r.alternatives[k])
         slot = RELATION_SLOTS[relation][0]

@@ -13,261 +13,18 @@ over the document's tables, formatting ``%``-templates with one float draw per c
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from .grammar import SPLITS, deal, split_grammar, to_mapping
-
-if TYPE_CHECKING:
-    from .render import Renderer
-
-# Sentences that name a person and nothing else: antecedents of pronoun subjects, and filler.
-ACTIVITIES = (
-    "{S} came in off the north road late on a market day.",
-    "{S} had been unwell for most of the winter.",
-    "{S} was not a patient person.",
-    "{S} spent the morning mending a torn sail.",
-    "{S} kept odd hours that year.",
-    "Few people understood {N} at first.",
-    "{S} had a habit of humming while working.",
-    "{S} was seen at the ferry landing before dawn.",
-    "Everyone agreed that {N} drove a hard bargain.",
-    "{S} counted every coin twice.",
-    "{S} said little and listened a great deal.",
-    "{S} walked everywhere, whatever the weather.",
-)
-
-FILLER: dict[str, tuple[str, ...]] = {
-    # Current state, consistent with the world at the start of the chapter.
-    "lives": (
-        "{S}, who was living in {P} at the time, heard the news late.",
-        "{S} was still living in {P} then.",
-        "From {sp} rooms in {P}, {N} could see the river.",
-        "Neighbours in {P} saw {N} at the well most mornings.",
-        "{S} walked home to {P} through the rain.",
-        "{S} wrote from {P} that the roof leaked again.",
-        "The baker in {P} knew {N} by sight.",
-        "{S} swept the step of the house in {P} every morning.",
-        "Visitors to {P} could find {N} at home most evenings.",
-    ),
-    "works": (
-        "{S} was still {R} with {G}.",
-        "{S} kept long hours at {G}.",
-        "{G} paid {N} late again.",
-        "{S} complained about the ledgers at {G}.",
-        "As {R}, {N} rarely had a free evening.",
-        "{S} asked {G} for leave and was refused.",
-        "{G} sent {N} out on an errand in the rain.",
-        "{S} grumbled about the pay at {G}.",
-        "Every morning {N} walked to the door of {G}.",
-    ),
-    "keeps": (
-        "{Y} kept {O} wrapped in oilcloth.",
-        "{O} sat on a shelf in the house of {Y}.",
-        "{Y} showed {O} to visitors only on feast days.",
-        "{Y} would not lend {O} to anyone.",
-        "{O} was cleaned and polished by {Y} every week.",
-        "{Y} hid {O} under a loose floorboard.",
-        "{O} hung above the hearth of {Y}.",
-        "{Y} dusted {O} before every visitor came.",
-        "{Y} refused three offers for {O} that winter.",
-    ),
-    # Superseded facts: true of the past, not of now.
-    "lived": (
-        "Years earlier {N} had lived in {P}.",
-        "{S} still had friends in {P}, where {s} used to live.",
-        "{S} sometimes missed the old house in {P}.",
-        "Before all this, {N} had been a resident of {P}.",
-        "{S} kept a key to the old rooms in {P}.",
-        "Letters for {N} still went to {P} by mistake.",
-        "{S} had not been back to {P} since leaving it.",
-        "An old landlord in {P} still asked after {N}.",
-        "{S} remembered the damp walls of the old place in {P}.",
-    ),
-    "owned": (
-        "{O} had once belonged to {Y}.",
-        "{Y} no longer had {O} and rarely spoke of it.",
-        "Some remembered {O} from the days when {Y} owned it.",
-        "{Y} had parted with {O} long ago.",
-        "{O} still bore a scratch from its years with {Y}.",
-        "{Y} used to keep {O} by the window.",
-        "{O} was no longer among the things of {Y}.",
-        "{Y} had given up {O} years before.",
-        "There was a time when {O} stood in the hall of {Y}.",
-    ),
-    # Visits and errands: a person next to a place that is not their home.
-    "visit": (
-        "{S} spent two nights at an inn in {P}.",
-        "{S} passed through {P} without stopping.",
-        "{S} sent a letter to a cousin in {P}.",
-        "{S} rode out to {P} for the horse fair.",
-        "The road from {P} was flooded, so {N} turned back.",
-        "{S} bought salt and lamp oil in {P}.",
-        "{S} had business in {P} that week.",
-        "{S} stopped in {P} to rest the horses.",
-        "{S} paid a debt to a carter from {P}.",
-    ),
-    "social": (
-        "{S} and {X} shared a table at the inn.",
-        "{S} wrote to {X} about the price of salt.",
-        "{S} quarrelled with {X} over a debt of two crowns.",
-        "{X} asked {N} to witness a contract.",
-        "{S} refused to speak to {X} for a month.",
-        "{X} and {N} were seen walking by the canal.",
-        "{S} lent {X} a coat and never got it back.",
-        "{X} sent {N} a basket of pears.",
-        "{S} played draughts with {X} until midnight.",
-    ),
-    # Atmosphere around places, organisations and objects.
-    "place": (
-        "Rain came early to {P} that month.",
-        "The market at {P} was thin that season.",
-        "A new bridge was begun at {P}.",
-        "Fever went round {P} and closed the school for a week.",
-        "The mill at {P} burned down and was rebuilt by spring.",
-        "Wolves were heard in the hills above {P}.",
-        "The bells of {P} rang for a wedding.",
-        "Prices in {P} rose by half over the winter.",
-        "The well at {P} ran dry in the heat.",
-    ),
-    "org": (
-        "{G} raised its fees again.",
-        "A notice from {G} was nailed to the door of every inn.",
-        "{G} lost a barge of timber to the spring flood.",
-        "The accounts of {G} were audited and found wanting.",
-        "{G} held its yearly feast, and nobody enjoyed it.",
-        "Rumours of debt followed {G} all season.",
-        "{G} printed a new price list.",
-        "The clerks of {G} struck for a day.",
-        "{G} bought a second barge.",
-    ),
-    "object": (
-        "{O} was much talked about that winter.",
-        "A pedlar claimed to have seen a copy of {O}.",
-        "Nobody could agree on what {O} was worth.",
-        "{O} needed repair after a hard frost.",
-        "Children told stories about {O}.",
-        "A painter asked to sketch {O}.",
-        "{O} gathered dust for a season.",
-        "A collector wrote a long letter about {O}.",
-        "{O} was said to bring bad luck.",
-    ),
-    "year": (
-        "The bridge at {P} had stood since {Y4}.",
-        "{S} often spoke of the hard winter of {Y4}.",
-        "The floods of {Y4} were still remembered in {P}.",
-        "A stone by the road to {P} was carved with the year {Y4}.",
-        "{S} kept a coin minted in {Y4}.",
-        "The church at {P} kept a bell cast in {Y4}.",
-        "{S} still told the story of the fire of {Y4}.",
-        "The old map of {P} was dated {Y4}.",
-        "{S} had a pocket watch engraved {Y4}.",
-    ),
-    "count": (
-        "{S} bought {C} barrels of pitch.",
-        "{S} counted {C} boats at the landing.",
-        "{C} wagons left {P} before dawn.",
-        "{S} owed money to {C} different people.",
-        "The inn at {P} had {C} rooms, all taken.",
-        "{S} planted {C} rows of beans.",
-        "{S} mended {C} nets before supper.",
-        "The fair at {P} drew {C} travelling players.",
-        "{S} kept {C} hens behind the house.",
-    ),
-    "code": (
-        "A crate stamped {ID} sat unclaimed on the quay at {P}.",
-        "The ledger at {P} listed a permit {ID} that nobody could account for.",
-        "A forged permit marked {ID} turned up in {P}.",
-        "Customs at {P} held a bale tagged {ID} for a week.",
-        "An old registry slip numbered {ID} was found behind a drawer.",
-        "A barrel chalked {ID} rolled off a cart in {P}.",
-        "A torn label reading {ID} blew along the street in {P}.",
-        "The carter at {P} could not explain a chit marked {ID}.",
-        "A sack branded {ID} was sold at auction in {P}.",
-    ),
-    # Uses of an alias already introduced (never an introduction: each alias has one).
-    "alias": (
-        "{K} was seen near {P} again.",
-        "Nobody crossed {K} twice.",
-        "{K} said nothing, as usual.",
-        "{K} came down to the quay at first light.",
-        "{K} had opinions about everything.",
-        "{K} was in a foul temper all week.",
-        "{K} laughed at the news from {P}.",
-        "{K} kept a dog that bit strangers.",
-        "{K} won a bet about the weather.",
-    ),
-    "activity": ACTIVITIES,
-}
-
-# How often each filler kind is drawn (relative). Kinds whose preconditions fail are skipped.
-FILLER_WEIGHTS: dict[str, float] = {
-    "lives": 5,
-    "works": 4,
-    "keeps": 3,
-    "lived": 3,
-    "owned": 2,
-    "visit": 8,
-    "social": 8,
-    "place": 6,
-    "org": 3,
-    "object": 3,
-    "year": 4,
-    "count": 3,
-    "code": 3,
-    "alias": 3,
-    "activity": 8,
-}
-
-NUMBER_WORDS = (
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve",
-)  # fmt: skip
-SEASONS = ("Spring", "Summer", "Autumn", "Winter")
-TITLE_PATTERNS = (
-    "{P} in {Season}",
-    "The Fair at {P}",
-    "A Letter from {P}",
-    "High Water",
-    "Salt and Pitch",
-    "The Long Road to {P}",
-    "Debts and Promises",
-    "Rain over {P}",
-    "The Ledger",
-    "Lamps in the Window",
-    "Quiet Weeks",
-    "News from {P}",
-)
+from .filler_tables import FILLER_WEIGHTS, NUMBER_WORDS
+from .grammar import split_grammar, split_tables
+from .narrator import Narrator, article, cap, look_alike
 
 
-def filler_shapes(split: str) -> list[str]:
-    """Shape ids of the split's filler templates and chapter titles."""
-    out = []
-    for kind, templates in (*FILLER.items(), ("title", TITLE_PATTERNS)):
-        out.extend(f"filler/{kind}/{templates.index(t)}" for t in deal(templates, split))
-    return out
-
-
-def split_tables(split: str) -> dict[str, tuple[str, ...]]:
-    """The split's filler templates in ``%`` form, keyed by kind."""
-    if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}")
-    return {kind: tuple(to_mapping(t) for t in deal(ts, split)) for kind, ts in FILLER.items()}
-
-
-def article(role: str) -> str:
-    return ("an " if role[0] in "aeiou" else "a ") + role
-
-
-def _cap(s: str) -> str:
-    return s[:1].upper() + s[1:]
-
-
-def filler_functions(r: Renderer, split: str) -> dict[str, Callable[[], str | None]]:
+def filler_functions(r: Narrator, split: str) -> dict[str, Callable[[], str | None]]:
     """One closure per filler kind, keyed like ``FILLER_WEIGHTS``.
 
     Each returns a sentence, or None when its precondition fails (the caller then draws another
     kind). The chapter's cast, objects, places and organisations are read from ``r`` at call
-    time (set by ``Renderer.set_chapter``).
+    time (set by ``Narrator.set_chapter``).
     """
     rnd = r.rnd
     person_fields = r.person_fields
@@ -280,7 +37,7 @@ def filler_functions(r: Renderer, split: str) -> dict[str, Callable[[], str | No
 
     g = split_grammar(split)
     frames = g.frames[1:]
-    fronts = [_cap(a) + ", " for a in (*g.adverbials, *g.asides)]
+    fronts = [cap(a) + ", " for a in (*g.adverbials, *g.asides)]
     ends = [" " + a for a in g.adverbials] + [", " + a for a in g.asides]
 
     def say(templates: tuple[str, ...], fields: dict[str, str]) -> str:
@@ -307,7 +64,7 @@ def filler_functions(r: Renderer, split: str) -> dict[str, Callable[[], str | No
     return {kind: fns[kind] for kind in FILLER_WEIGHTS}
 
 
-def _state_fillers(r: Renderer, t, person, say) -> dict[str, Callable[[], str | None]]:
+def _state_fillers(r: Narrator, t, person, say) -> dict[str, Callable[[], str | None]]:
     """Current and superseded states of residence, employment and ownership."""
     rnd, w = r.rnd, r.w
     place_names, org_names, art_names = r.place_names, r.org_names, r.art_names
@@ -330,7 +87,7 @@ def _state_fillers(r: Renderer, t, person, say) -> dict[str, Callable[[], str | 
         if i < 0:
             return None
         g, role = posts[pid][i]
-        return _cap(say(t["works"], {**base, "G": g, "R": role}))
+        return cap(say(t["works"], {**base, "G": g, "R": role}))
 
     def object_state(kind: str, past: bool) -> Callable[[], str | None]:
         templates = t[kind]
@@ -363,7 +120,7 @@ def _state_fillers(r: Renderer, t, person, say) -> dict[str, Callable[[], str | 
     }
 
 
-def _people_fillers(r: Renderer, t, person, say) -> dict[str, Callable[[], str | None]]:
+def _people_fillers(r: Narrator, t, person, say) -> dict[str, Callable[[], str | None]]:
     """People doing things that are not relations: visits, company, habits, aliases."""
     rnd = r.rnd
     place_names, person_names, person_formal = r.place_names, r.person_names, r.person_formal
@@ -395,7 +152,7 @@ def _people_fillers(r: Renderer, t, person, say) -> dict[str, Callable[[], str |
             return None
         places = r.places
         place = place_names[places[int(rnd() * len(places))]]
-        return _cap(say(t["alias"], {"K": aliases[pid], "P": place}))
+        return cap(say(t["alias"], {"K": aliases[pid], "P": place}))
 
     def activity() -> str | None:
         return say(t["activity"], person()[1])
@@ -403,7 +160,7 @@ def _people_fillers(r: Renderer, t, person, say) -> dict[str, Callable[[], str |
     return {"visit": visit, "social": social, "alias": alias, "activity": activity}
 
 
-def _world_fillers(r: Renderer, t, person, say) -> dict[str, Callable[[], str | None]]:
+def _world_fillers(r: Narrator, t, person, say) -> dict[str, Callable[[], str | None]]:
     """Atmosphere around places, organisations and objects; years, counts, look-alike IDs."""
     rnd = r.rnd
     place_names, org_names, art_names = r.place_names, r.org_names, r.art_names
@@ -419,11 +176,11 @@ def _world_fillers(r: Renderer, t, person, say) -> dict[str, Callable[[], str | 
 
     def org() -> str | None:
         orgs = r.orgs
-        return _cap(say(t["org"], {"G": org_names[orgs[int(rnd() * len(orgs))]]}))
+        return cap(say(t["org"], {"G": org_names[orgs[int(rnd() * len(orgs))]]}))
 
     def object_() -> str | None:
         arts = r.arts
-        return _cap(say(t["object"], {"O": art_names[arts[int(rnd() * len(arts))]]}))
+        return cap(say(t["object"], {"O": art_names[arts[int(rnd() * len(arts))]]}))
 
     def year() -> str | None:
         _, base = person()
@@ -433,7 +190,7 @@ def _world_fillers(r: Renderer, t, person, say) -> dict[str, Callable[[], str | 
     def count() -> str | None:
         _, base = person()
         fields = {**base, "P": a_place(), "C": NUMBER_WORDS[2 + int(rnd() * 11)]}
-        return _cap(say(t["count"], fields))
+        return cap(say(t["count"], fields))
 
     def code() -> str | None:
         # Look-alike of a real ID (one digit changed) or a fresh one; never a real ID.
@@ -450,10 +207,3 @@ def _world_fillers(r: Renderer, t, person, say) -> dict[str, Callable[[], str | 
         "count": count,
         "code": code,
     }
-
-
-def look_alike(rnd: Callable[[], float], ids: list[str]) -> str:
-    """One of ``ids`` with one digit redrawn (may equal a real ID; callers check)."""
-    base = ids[int(rnd() * len(ids))]
-    pos = 3 + int(rnd() * 4)
-    return base[:pos] + str(int(rnd() * 10)) + base[pos + 1 :]

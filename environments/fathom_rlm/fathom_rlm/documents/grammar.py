@@ -1,4 +1,4 @@
-"""The compositional grammar of relation sentences, dealt to the splits.
+"""The compositional grammar of relation sentences, and the filler templates, dealt to the splits.
 
 A relation sentence is composed from independent choices: a verb phrase of its relation (with
 its own clause order), a framing, a time adverbial and its placement (front, end or none), and
@@ -8,9 +8,10 @@ planned and cancelled, rumoured and denied, corrected, hypothetical, quoted) or 
 fact about a near-namesake.
 
 Each list of the tables is dealt to ``train`` / ``eval`` / ``heldout`` round-robin, so the
-splits share no verb phrase, framing, adverbial, wrapper or alias introduction. The split of a
-document is a function of its seed (:func:`split_of_seed`); seeds outside every split use the
-train subset. :func:`shape_counts` reports how many shapes each split has per relation.
+splits share no verb phrase, framing, adverbial, wrapper, alias introduction or filler template
+(:func:`split_tables`). The split of a document is a function of its seed
+(:func:`split_of_seed`); seeds outside every split use the train subset. :func:`shape_counts`
+reports how many shapes each split has per relation.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import re
 from dataclasses import dataclass
 from functools import cache, cached_property
 
+from .filler_tables import FILLER, TITLE_PATTERNS
 from .grammar_tables import (
     ADVERBIALS,
     ALIAS_INTROS,
@@ -218,14 +220,27 @@ def split_grammar(split: str) -> SplitGrammar:
     )
 
 
+def split_tables(split: str) -> dict[str, tuple[str, ...]]:
+    """The split's filler templates in ``%`` form, keyed by kind."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}")
+    return {kind: tuple(to_mapping(t) for t in deal(ts, split)) for kind, ts in FILLER.items()}
+
+
+def filler_shapes(split: str) -> list[str]:
+    """Shape ids of the split's filler templates and chapter titles."""
+    out = []
+    for kind, templates in (*FILLER.items(), ("title", TITLE_PATTERNS)):
+        out.extend(f"filler/{kind}/{templates.index(t)}" for t in deal(templates, split))
+    return out
+
+
 def shape_counts() -> dict[str, dict[str, dict[str, int]]]:
     """split -> relation -> {"fact": n, "distractor": n}, plus split -> "filler" -> kind -> n.
 
     The initial states of residence, employment and ownership are counted under
     ``"<relation> (initial)"``.
     """
-    from .filler import filler_shapes  # filler imports this module
-
     out: dict[str, dict[str, dict[str, int]]] = {}
     for split in SPLITS:
         g = split_grammar(split)
@@ -247,7 +262,6 @@ def shape_counts() -> dict[str, dict[str, dict[str, int]]]:
 
 def shape_ids(split: str) -> frozenset[str]:
     """Every shape id the split may render (relation facts, distractors, filler, intros)."""
-    from .filler import filler_shapes
 
     g = split_grammar(split)
     ids: set[str] = set(filler_shapes(split))

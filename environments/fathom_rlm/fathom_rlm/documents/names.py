@@ -64,12 +64,12 @@ _ENGLISH_WORDS = """
     thicket cricket kitten mitten bitten rotten cotton button mutton sudden hidden ridden madden
     soda sofa data visa diva lava java nova kilo silo solo polo hero zero hobo judo
 """
-_ENGLISH = frozenset(_ENGLISH_WORDS.split())
+COMMON_WORDS = frozenset(_ENGLISH_WORDS.split())
 
 
 def _is_pleasant(word: str) -> bool:
     """Reject names that are hard to read or collide with everyday English."""
-    if len(word) < 4 or len(word) > 10 or word in _ENGLISH:
+    if len(word) < 4 or len(word) > 10 or word in COMMON_WORDS:
         return False
     vowels = "aeiouy"
     run = 0

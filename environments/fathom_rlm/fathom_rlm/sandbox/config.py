@@ -5,12 +5,13 @@ which isolation layers this machine supports.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from . import replies
-from .launcher import SandboxError, _fork_server, _interpreter
+from .launcher import SandboxError, fork_server, interpreter_path
 
 NetworkMode = Literal["auto", "netns", "seccomp", "none"]
 LLMCallback = Callable[[str, str], Awaitable[str]]
@@ -49,6 +50,29 @@ class SandboxConfig:
     max_llm_request_chars: int = 200_000  # prompt + text of one llm() from REPL code
     max_read_chars: int = 1_000_000  # the longest variable read_variable() returns
 
+    def worker_settings(
+        self, *, workdir: str | None, network: str, allow_unsafe_exec: bool, token: str
+    ) -> dict[str, Any]:
+        """What the fork server hands a new worker: its directory, limits and isolation."""
+        return {
+            "workdir": workdir,
+            "memory_mb": self.memory_mb,
+            "cpu_seconds": self.cpu_seconds,
+            "max_open_files": self.max_open_files,
+            "max_processes": self.max_processes,
+            "max_output_chars": self.max_output_chars,
+            "max_code_chars": self.max_code_chars,
+            "max_llm_calls_per_run": self.max_llm_calls_per_run,
+            "max_llm_request_chars": self.max_llm_request_chars,
+            "uid": self.uid,
+            "uid_base": self.uid_base,
+            "network": network,
+            "filesystem_lock": self.filesystem_lock,
+            "syscall_filter": self.syscall_filter,
+            "allow_unsafe_exec_for_tests": allow_unsafe_exec,
+            "token": token,
+        }
+
 
 @dataclass
 class ReplResult:
@@ -63,17 +87,67 @@ class ReplResult:
     llm_wait_s: float = 0.0  # time spent awaiting the llm callback (included in wall_s)
     worker_restarted: bool = False  # this call ran on a fresh worker: earlier state is gone
 
+    @classmethod
+    def from_reply(
+        cls,
+        reply: dict[str, Any],
+        limit: int,
+        started: float,
+        llm_wait: float,
+        llm_requests: int,
+        restarted: str | None,
+    ) -> ReplResult:
+        """The result of a call from the worker's reply, none of it trusted; `limit` is the
+        session's output cap."""
+        output = reply.get("output")
+        output = output if isinstance(output, str) else ""
+        if len(output) > limit + 400:  # the worker already cut it; do not trust that
+            output = output[:limit] + "\n[output truncated]"
+        if restarted is not None:
+            output = replies.restart_note(restarted) + output
+        error = reply.get("error")
+        error = str(error)[:4000] if error is not None else None
+        return cls(
+            output=output,
+            error=error,
+            wall_s=time.perf_counter() - started,
+            output_chars=replies.as_count(reply.get("output_chars")),
+            truncated=bool(reply.get("truncated")),
+            timed_out=bool(reply.get("timed_out")),
+            touched_document=bool(reply.get("touched_document")),
+            llm_calls=llm_requests,  # counted here: the worker's own count is not trusted
+            llm_wait_s=llm_wait,
+            worker_restarted=restarted is not None,
+        )
 
-def _wants_netns(config: SandboxConfig) -> bool:
+    @classmethod
+    def failed(
+        cls, started: float, error: str, *, timed_out: bool, restarted: str | None
+    ) -> ReplResult:
+        """The result of a call the worker did not complete."""
+        return cls(
+            output=replies.restart_note(restarted) if restarted is not None else "",
+            error=error,
+            wall_s=time.perf_counter() - started,
+            output_chars=0,
+            truncated=False,
+            timed_out=timed_out,
+            touched_document=False,
+            llm_calls=0,
+            worker_restarted=restarted is not None,
+        )
+
+
+def wants_netns(config: SandboxConfig) -> bool:
     return config.network in ("auto", "netns")
 
 
 def warm_up(config: SandboxConfig | None = None) -> None:
     """Start the fork server now instead of on the first session (it takes ~0.1-0.2 s)."""
-    _fork_server(_wants_netns(config or SandboxConfig()))
+    fork_server(wants_netns(config or SandboxConfig()))
 
 
-def _network_isolation(config: SandboxConfig, caps: dict[str, Any]) -> str:
+def network_isolation(config: SandboxConfig, caps: dict[str, Any]) -> str:
     seccomp = bool(caps.get("seccomp")) and config.syscall_filter
     if config.network in ("auto", "netns") and caps.get("netns"):
         return "netns"
@@ -89,10 +163,10 @@ def _network_isolation(config: SandboxConfig, caps: dict[str, Any]) -> str:
 def isolation_report(config: SandboxConfig | None = None) -> dict[str, object]:
     """What this machine supports and what a session with `config` would use."""
     config = config or SandboxConfig()
-    server = _fork_server(_wants_netns(config))
+    server = fork_server(wants_netns(config))
     caps = server.caps
     return {
-        "network": _network_isolation(config, caps),
+        "network": network_isolation(config, caps),
         "netns": bool(caps.get("netns")),
         "network_reachable_in_fork_server": bool(caps.get("network_reachable")),
         "seccomp": bool(caps.get("seccomp")),
@@ -103,8 +177,35 @@ def isolation_report(config: SandboxConfig | None = None) -> dict[str, object]:
         "rlimits": ["AS", "CPU", "FSIZE", "NOFILE", "NPROC", "CORE", "MEMLOCK", "MSGQUEUE"],
         "fork_server_pid": caps.get("pid"),
         "kernel": caps.get("kernel"),
-        "python": _interpreter(),
+        "python": interpreter_path(),
     }
+
+
+def refuse_llm(
+    config: SandboxConfig, message: dict[str, Any], in_run: int, in_session: int, attached: bool
+) -> str | None:
+    """Why the parent turns this llm() request down by itself, or None; `in_run` counts this
+    call's requests so far, `in_session` the session's answered ones.
+
+    The worker checks the same caps; they are checked again here because the worker runs
+    model code and may not be honest.
+    """
+    prompt, text = message.get("prompt"), message.get("text")
+    if not isinstance(prompt, str) or not isinstance(text, str):
+        return "llm() takes two str arguments"
+    if len(prompt) + len(text) > config.max_llm_request_chars:
+        return (
+            f"llm() prompt and text have {len(prompt) + len(text):,} characters together; "
+            f"the limit is {config.max_llm_request_chars:,}"
+        )
+    if in_run > config.max_llm_calls_per_run:
+        return f"llm() was called more than {config.max_llm_calls_per_run} times in this call"
+    cap = config.max_llm_calls_per_session
+    if cap is not None and in_session >= cap:
+        return f"llm() was already called {cap} times in this session"
+    if not attached:
+        return "llm() is not available: no model is attached to this sandbox"
+    return None
 
 
 async def call_llm(

@@ -23,7 +23,7 @@ import socket
 import sys
 from typing import Any
 
-from . import isolation, protocol, restricted, worker
+from . import cells, isolation, protocol, restricted, worker
 
 # Workers cannot open files (Landlock), so every module a helper or a str method might import
 # lazily has to be in memory before the fork.
@@ -63,10 +63,10 @@ def _warm_up() -> None:
             importlib.import_module(name)
     buffer = restricted.OutputBuffer(100)
     g = restricted.make_globals("warm awa", buffer, lambda p, t="": "")
-    compiled = restricted.compile_cell(_WARM_CELL)
+    compiled = cells.compile_cell(_WARM_CELL)
     exec(compiled.body, g)
     eval(compiled.tail, g)
-    restricted.describe_exception(KeyError("k"))
+    cells.describe_exception(KeyError("k"))
     isolation.libc()
 
 

@@ -26,7 +26,7 @@ _FLAG_LETTERS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.
 _BOUNDED_LITERAL = re.compile(r"\\b((?:[^\\.^$*+?{}\[\]|()#\s]|\\[ -/:-@\[-`{-~])+)(\\b)?")
 
 
-def _scannable(pattern: str) -> str:
+def scannable(pattern: str) -> str:
     m = _BOUNDED_LITERAL.fullmatch(pattern)
     if m is None:
         return pattern
@@ -50,7 +50,7 @@ def _compile_pattern(pattern: Any, flags: Any) -> re.Pattern[str]:
     else:
         raise TypeError("flags must be a str of letters from 'imsx' (e.g. 'i') or an int")
     try:
-        return re.compile(_scannable(pattern), value)
+        return re.compile(scannable(pattern), value)
     except re.error as exc:
         raise ValueError(f"bad regex: {exc}") from None
 

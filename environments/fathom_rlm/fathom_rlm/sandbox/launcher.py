@@ -36,7 +36,7 @@ zygote_main(int(sys.argv[3]), sys.argv[4] == "1")
 """
 
 
-def _interpreter() -> str:
+def interpreter_path() -> str:
     # The real binary, never a version-manager shim (a shim adds ~50 ms per start).
     return os.path.realpath(sys.executable)
 
@@ -52,7 +52,7 @@ _REQUEST_IDS = itertools.count(1)
 _CONTROL_TIMEOUT_S = 10.0
 
 
-class _ForkServer:
+class ForkServer:
     """A warm `python -I -S` that has imported everything and forks one worker per session."""
 
     def __init__(self, netns: bool, timeout: float) -> None:
@@ -60,7 +60,7 @@ class _ForkServer:
         try:
             self.proc = subprocess.Popen(
                 [
-                    _interpreter(),
+                    interpreter_path(),
                     "-I",
                     "-S",
                     "-c",
@@ -155,29 +155,29 @@ class _ForkServer:
             self.proc.wait()
 
 
-_SERVERS: dict[bool, _ForkServer] = {}
+SERVERS: dict[bool, ForkServer] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
-def _fork_server(netns: bool, timeout: float = 30.0) -> _ForkServer:
-    server = _SERVERS.get(netns)
+def fork_server(netns: bool, timeout: float = 30.0) -> ForkServer:
+    server = SERVERS.get(netns)
     if server is not None and server.alive():
         return server
     with _SERVERS_LOCK:
-        server = _SERVERS.get(netns)
+        server = SERVERS.get(netns)
         if server is None or not server.alive():
             if server is not None:
                 server.close()
-            server = _ForkServer(netns, timeout)
-            _SERVERS[netns] = server
+            server = ForkServer(netns, timeout)
+            SERVERS[netns] = server
         return server
 
 
 def shutdown_fork_servers() -> None:
     """Stop the warm fork servers (and with them any worker still alive)."""
     with _SERVERS_LOCK:
-        servers = list(_SERVERS.values())
-        _SERVERS.clear()
+        servers = list(SERVERS.values())
+        SERVERS.clear()
     for server in servers:
         server.close()
 
@@ -192,7 +192,7 @@ def fork_server_cpu_seconds() -> float:
     Benchmarks add this to the parent's own CPU time.
     """
     with _SERVERS_LOCK:
-        servers = [s for s in _SERVERS.values() if s.alive()]
+        servers = [s for s in SERVERS.values() if s.alive()]
     total = 0.0
     for server in servers:
         stats = server.cpu_stats()
@@ -200,7 +200,7 @@ def fork_server_cpu_seconds() -> float:
     return total
 
 
-def died_within(server: _ForkServer, seconds: float) -> bool:
+def died_within(server: ForkServer, seconds: float) -> bool:
     """Whether `server` has exited or exits within `seconds` (blocking: run it in a thread)."""
     try:
         server.proc.wait(timeout=seconds)

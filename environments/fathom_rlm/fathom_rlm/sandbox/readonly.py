@@ -46,7 +46,7 @@ def _expr(tag: str) -> str:
 # Blank or comment lines around the one statement; comments are printable ASCII only, so no
 # character (NUL, CR, a lone surrogate) can make Python read the cell differently.
 _GAP = r"(?:[ \t]*(?:#[ -~\t]*)?\n)*"
-_CELL = re.compile(
+CELL = re.compile(
     rf"{_GAP}(?:(?P<print>print[ \t]*\([ \t]*{_expr('p')}[ \t]*\))|{_expr('e')})"
     rf"[ \t]*(?:#[ -~\t]*)?(?:\n{_GAP}[ \t]*(?:#[ -~\t]*)?)?",
     re.ASCII,
@@ -60,7 +60,7 @@ def run_read_only(document: str, code: str, config: SandboxConfig) -> ReplResult
     started = time.perf_counter()
     if len(code) > _MAX_CELL_CHARS:
         return None
-    match = _CELL.fullmatch(code)
+    match = CELL.fullmatch(code)
     if match is None:
         return None
     tag = "p" if match.group("print") is not None else "e"

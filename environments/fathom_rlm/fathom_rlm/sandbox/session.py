@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import itertools
 import os
 import re
@@ -24,29 +23,27 @@ from .config import (
     LLMCallback,
     ReplResult,
     SandboxConfig,
-    _network_isolation,
-    _wants_netns,
     call_llm,
+    network_isolation,
+    refuse_llm,
+    wants_netns,
 )
-from .launcher import _SERVERS, SandboxError, _fork_server, _ForkServer, died_within
+from .launcher import SERVERS, ForkServer, SandboxError, died_within, fork_server
 from .worker_handle import (
-    _READ_ERRORS,
-    _WORKDIRS,
-    _exit_status,
-    _last_resort,
-    _ServerDied,
-    _wait_exit,
-    _WorkerGone,
-    _WorkerHandle,
+    READ_ERRORS,
+    WORKDIRS,
+    ServerDied,
+    WorkerGone,
+    WorkerHandle,
+    last_resort,
+    send_document,
+    wait_exit,
+    worker_exit_status,
 )
 
 # ---------------------------------------------------------------------------------------------
 # Sessions
 # ---------------------------------------------------------------------------------------------
-
-_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
-_PIPE_DEFAULT = 64 * 1024
-_PIPE_MAX = 1 << 20  # the usual unprivileged ceiling (/proc/sys/fs/pipe-max-size)
 
 # Where working directories are created (None: the system's temporary directory). Tests point
 # it at a root of their own so they only ever inspect their own directories.
@@ -74,8 +71,8 @@ class SandboxSession:
         self._closed = False
         self._alive = False
         self._lost: str | None = None
-        self._handle = _WorkerHandle()
-        self._finalizer = weakref.finalize(self, _last_resort, self._handle)
+        self._handle = WorkerHandle()
+        self._finalizer = weakref.finalize(self, last_resort, self._handle)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.WriteTransport | None = None
         self._llm_calls_total = 0
@@ -126,7 +123,7 @@ class SandboxSession:
         self._finalizer.detach()
         if waiter is not None:
             try:
-                await _wait_exit(waiter, 2.0)
+                await wait_exit(waiter, 2.0)
             finally:
                 os.close(waiter)
 
@@ -145,26 +142,26 @@ class SandboxSession:
 
     async def _spawn(self) -> None:
         """Start a worker; if the fork server dies meanwhile, once more on a fresh one."""
-        netns = _wants_netns(self.config)
+        netns = wants_netns(self.config)
         for attempt in range(2):
-            server = _SERVERS.get(netns)
+            server = SERVERS.get(netns)
             if server is None or not server.alive():
                 # Starting a fork server blocks for ~0.1-0.2 s: never on the event loop.
-                server = await asyncio.to_thread(_fork_server, netns)
+                server = await asyncio.to_thread(fork_server, netns)
             try:
                 await self._spawn_on(server)
                 return
-            except _ServerDied:
+            except ServerDied:
                 self._drop_worker(None)
                 if attempt:
                     raise SandboxError(
                         "the sandbox fork server died twice while starting a worker"
                     ) from None
 
-    async def _spawn_on(self, server: _ForkServer) -> None:
-        self.isolation = _network_isolation(self.config, server.caps)
+    async def _spawn_on(self, server: ForkServer) -> None:
+        self.isolation = network_isolation(self.config, server.caps)
         workdir = tempfile.mkdtemp(prefix="fathom-sandbox-", dir=WORKDIR_ROOT)
-        _WORKDIRS.add(workdir)
+        WORKDIRS.add(workdir)
         self._handle.workdir = workdir
         os.chmod(workdir, 0o711)  # the worker may enter it but, not owning it, cannot write
         to_worker_r, to_worker_w = os.pipe()
@@ -191,37 +188,21 @@ class SandboxSession:
             raise
         await self._handshake(reader, server)
 
-    def _spawn_config(self) -> dict[str, Any]:
-        config = self.config
-        return {
-            "workdir": self._handle.workdir,
-            "memory_mb": config.memory_mb,
-            "cpu_seconds": config.cpu_seconds,
-            "max_open_files": config.max_open_files,
-            "max_processes": config.max_processes,
-            "max_output_chars": config.max_output_chars,
-            "max_code_chars": config.max_code_chars,
-            "max_llm_calls_per_run": config.max_llm_calls_per_run,
-            "max_llm_request_chars": config.max_llm_request_chars,
-            "uid": config.uid,
-            "uid_base": config.uid_base,
-            "network": self.isolation,
-            "filesystem_lock": config.filesystem_lock,
-            "syscall_filter": config.syscall_filter,
-            "allow_unsafe_exec_for_tests": self._allow_unsafe_exec,
-            "token": f"{os.getpid()}-{next(_TOKENS)}",
-        }
-
     async def _connect(
-        self, server: _ForkServer, to_worker_r: int, from_worker_w: int, read_pipe: Any
+        self, server: ForkServer, to_worker_r: int, from_worker_w: int, read_pipe: Any
     ) -> asyncio.StreamReader:
         """Hand the worker's pipe ends to the fork server, then watch the worker's output."""
-        spawn_config = self._spawn_config()
+        spawn_config = self.config.worker_settings(
+            workdir=self._handle.workdir,
+            network=self.isolation,
+            allow_unsafe_exec=self._allow_unsafe_exec,
+            token=f"{os.getpid()}-{next(_TOKENS)}",
+        )
         self._handle.token = spawn_config["token"]
         try:
             server.spawn(spawn_config, [to_worker_r, from_worker_w])
         except OSError:
-            raise _ServerDied() from None
+            raise ServerDied() from None
         finally:
             os.close(to_worker_r)
             os.close(from_worker_w)
@@ -241,27 +222,12 @@ class SandboxSession:
         self._handle.transports.append(write_transport)
         self._writer = write_transport
 
-    def _send_document(self) -> None:
-        write_transport = self._writer
-        assert write_transport is not None
-        header, payload = protocol.encode_doc(self._document)
-        if len(payload) > _PIPE_DEFAULT:
-            # Room for the whole document: one write here and one read in the worker, instead of
-            # a wake-up on both sides per 64 KB. Pages are only used while data sits in the pipe.
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(
-                    write_transport.get_extra_info("pipe").fileno(),
-                    _F_SETPIPE_SZ,
-                    min(len(payload) + len(header), _PIPE_MAX),
-                )
-        write_transport.write(header)
-        write_transport.write(payload)
-
-    async def _handshake(self, reader: asyncio.StreamReader, server: _ForkServer) -> None:
+    async def _handshake(self, reader: asyncio.StreamReader, server: ForkServer) -> None:
         """Send the document and wait until the worker is confined and ready."""
         config = self.config
         self._reader = reader
-        self._send_document()
+        assert self._writer is not None
+        send_document(self._writer, self._document)
         greeted = False
         try:
             async with asyncio.timeout(config.start_timeout_s):
@@ -279,11 +245,11 @@ class SandboxSession:
             raise SandboxError(
                 f"sandbox worker not ready after {config.start_timeout_s} s"
             ) from None
-        except _READ_ERRORS:
+        except READ_ERRORS:
             self._drop_worker(None)
             # No greeting and the server gone: the request died with it; try a fresh one.
             if not greeted and await asyncio.to_thread(died_within, server, 1.0):
-                raise _ServerDied() from None
+                raise ServerDied() from None
             raise SandboxError("sandbox worker exited during start-up") from None
         if ready.get("op") != "ready":
             self._drop_worker(None)
@@ -296,14 +262,14 @@ class SandboxSession:
 
     def _send(self, message: dict[str, Any]) -> None:
         if self._writer is None or self._writer.is_closing():
-            raise _WorkerGone()
+            raise WorkerGone()
         self._writer.write(protocol.encode_json(message))
 
     async def _recv(self, cap: int) -> dict[str, Any]:
         """The next message from the worker; ProtocolViolation for anything malformed."""
         reader = self._reader
         if reader is None:
-            raise _WorkerGone()
+            raise WorkerGone()
         header = await reader.readexactly(protocol.HEADER.size)
         size, kind = protocol.HEADER.unpack(header)
         if kind != protocol.KIND_JSON:
@@ -314,30 +280,6 @@ class SandboxSession:
         # Decoded here: json.loads holds the GIL, so a thread would stall the loop just as long
         # (measured: longer). The caps keep a frame small enough (see docs/sandbox.md).
         return replies.decode_frame(payload)
-
-    def _llm_refused(self, message: dict[str, Any], in_run: int) -> str | None:
-        """Why the parent turns this llm() request down by itself, or None.
-
-        The worker checks the same caps; they are checked again here because the worker runs
-        model code and may not be honest.
-        """
-        config = self.config
-        prompt, text = message.get("prompt"), message.get("text")
-        if not isinstance(prompt, str) or not isinstance(text, str):
-            return "llm() takes two str arguments"
-        if len(prompt) + len(text) > config.max_llm_request_chars:
-            return (
-                f"llm() prompt and text have {len(prompt) + len(text):,} characters together; "
-                f"the limit is {config.max_llm_request_chars:,}"
-            )
-        if in_run > config.max_llm_calls_per_run:
-            return f"llm() was called more than {config.max_llm_calls_per_run} times in this call"
-        cap = config.max_llm_calls_per_session
-        if cap is not None and self._llm_calls_total >= cap:
-            return f"llm() was already called {cap} times in this session"
-        if self._llm is None:
-            return "llm() is not available: no model is attached to this sandbox"
-        return None
 
     async def _answer_llm(self, message: dict[str, Any]) -> dict[str, Any]:
         """The reply to one llm() request that passed the caps: the callback's answer."""
@@ -369,7 +311,9 @@ class SandboxSession:
                 raise replies.ProtocolViolation("an llm() request outside of running code")
             requests += 1
             mark = time.perf_counter()
-            refusal = self._llm_refused(message, requests)
+            refusal = refuse_llm(
+                self.config, message, requests, self._llm_calls_total, self._llm is not None
+            )
             if refusal is not None:
                 answer = replies.llm_refusal(refusal)
             else:
@@ -405,8 +349,10 @@ class SandboxSession:
                     raise replies.ProtocolViolation(f"a reply of kind {reply.get('op')!r}")
             except BaseException as exc:
                 error, timed_out = await self._call_failed(exc)
-                return self._failure(started, error, timed_out=timed_out, restarted=restarted)
-            result = self._result(reply, started, llm_wait, requests, restarted)
+                return ReplResult.failed(started, error, timed_out=timed_out, restarted=restarted)
+            result = ReplResult.from_reply(
+                reply, self.config.max_output_chars, started, llm_wait, requests, restarted
+            )
             # The reward asks whether any tool touched the document: a worker may only claim
             # it for code that names `doc` (the worker checks the parsed cell; this is the text).
             result.touched_document = result.touched_document and _names_doc(code)
@@ -425,7 +371,7 @@ class SandboxSession:
         if isinstance(exc, replies.ProtocolViolation):
             self._drop_worker("it broke the sandbox protocol")
             return replies.violation_error(str(exc)), False
-        if not isinstance(exc, _READ_ERRORS):
+        if not isinstance(exc, READ_ERRORS):
             self._drop_worker("the previous call was cancelled")
             raise exc
         # The pipe closed: ask the fork server how the worker ended, to tell the model which
@@ -433,7 +379,7 @@ class SandboxSession:
         server, token = self._handle.server, self._handle.token
         self._handle.kill()
         try:
-            status = await _exit_status(server, token)
+            status = await worker_exit_status(server, token)
         except BaseException:
             self._drop_worker("the previous call was cancelled")
             raise
@@ -463,7 +409,7 @@ class SandboxSession:
             request = {"op": "read", "name": name, "max_chars": limit}
             try:
                 reply, _, _ = await self._exchange(request, protocol.frame_cap(limit))
-            except (TimeoutError, *_READ_ERRORS):
+            except (TimeoutError, *READ_ERRORS):
                 self._drop_worker("it stopped answering")
                 raise SandboxError("the sandbox worker stopped answering") from None
             except BaseException:
@@ -490,53 +436,6 @@ class SandboxSession:
         if not self._allow_unsafe_exec:
             raise SandboxError("this session was not started for unsafe test execution")
         return await self._run(code, "unsafe_exec")
-
-    # -- results ----------------------------------------------------------------------------
-
-    def _result(
-        self,
-        reply: dict[str, Any],
-        started: float,
-        llm_wait: float,
-        llm_requests: int,
-        restarted: str | None,
-    ) -> ReplResult:
-        limit = self.config.max_output_chars
-        output = reply.get("output")
-        output = output if isinstance(output, str) else ""
-        if len(output) > limit + 400:  # the worker already cut it; do not trust that
-            output = output[:limit] + "\n[output truncated]"
-        if restarted is not None:
-            output = replies.restart_note(restarted) + output
-        error = reply.get("error")
-        error = str(error)[:4000] if error is not None else None
-        return ReplResult(
-            output=output,
-            error=error,
-            wall_s=time.perf_counter() - started,
-            output_chars=replies.as_count(reply.get("output_chars")),
-            truncated=bool(reply.get("truncated")),
-            timed_out=bool(reply.get("timed_out")),
-            touched_document=bool(reply.get("touched_document")),
-            llm_calls=llm_requests,  # counted here: the worker's own count is not trusted
-            llm_wait_s=llm_wait,
-            worker_restarted=restarted is not None,
-        )
-
-    def _failure(
-        self, started: float, error: str, *, timed_out: bool, restarted: str | None
-    ) -> ReplResult:
-        return ReplResult(
-            output=replies.restart_note(restarted) if restarted is not None else "",
-            error=error,
-            wall_s=time.perf_counter() - started,
-            output_chars=0,
-            truncated=False,
-            timed_out=timed_out,
-            touched_document=False,
-            llm_calls=0,
-            worker_restarted=restarted is not None,
-        )
 
 
 _DOC_NAME = re.compile(r"\bdoc\b")

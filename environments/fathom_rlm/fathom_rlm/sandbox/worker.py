@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from . import isolation, protocol, restricted
+from . import cells, isolation, protocol, restricted
 
 STDIN, STDOUT, STDERR = 0, 1, 2
 NULL_TEXT: Any = None  # set by the fork server before any fork
@@ -195,8 +195,8 @@ class Worker:
             error = f"CodeTooLong: {len(code)} chars, limit {self.config['max_code_chars']}"
         else:
             try:
-                compiled = restricted.compile_cell(code)
-            except restricted.RejectedCode as exc:
+                compiled = cells.compile_cell(code)
+            except cells.RejectedCode as exc:
                 error = str(exc)
             else:
                 touched = compiled.touches_document
@@ -224,7 +224,7 @@ class Worker:
             "exec_s": exec_s,
         }
 
-    def _execute(self, compiled: restricted.Compiled, timeout: float) -> tuple[str | None, bool]:
+    def _execute(self, compiled: cells.Compiled, timeout: float) -> tuple[str | None, bool]:
         self.clock.start(timeout)
         error, timed_out = None, False
         try:
@@ -246,7 +246,7 @@ class Worker:
             error = self.clock.message()
         return error, timed_out
 
-    def _execute_clocked(self, compiled: restricted.Compiled) -> str | None:
+    def _execute_clocked(self, compiled: cells.Compiled) -> str | None:
         """Run the cell; describe what it raised while the clock still runs.
 
         Describing an exception calls code the model wrote (a str subclass as message, an
@@ -266,7 +266,7 @@ class Worker:
         except MemoryError:
             return f"MemoryError: the {self.config['memory_mb']} MB memory limit was hit"
         except BaseException as exc:
-            return restricted.describe_exception(exc)
+            return cells.describe_exception(exc)
         return None
 
     def read_variable(self, name: Any, max_chars: Any) -> dict[str, Any]:

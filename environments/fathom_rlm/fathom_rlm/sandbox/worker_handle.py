@@ -10,26 +10,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import replies
-from .launcher import SandboxError, _ForkServer
+from . import protocol, replies
+from .launcher import ForkServer, SandboxError
+
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+_PIPE_DEFAULT = 64 * 1024
+_PIPE_MAX = 1 << 20  # the usual unprivileged ceiling (/proc/sys/fs/pipe-max-size)
 
 # Every working directory created and not yet removed (tests check it ends empty).
-_WORKDIRS: set[str] = set()
+WORKDIRS: set[str] = set()
 
 
 @dataclass
-class _WorkerHandle:
+class WorkerHandle:
     """What must be released when a worker goes away; shared with the GC finalizer."""
 
     pid: int | None = None
     pidfd: int | None = None
-    server: _ForkServer | None = None  # the worker's parent: kills it when there is no pidfd
+    server: ForkServer | None = None  # the worker's parent: kills it when there is no pidfd
     token: str | None = None  # names the worker to its fork server
     workdir: str | None = None
     transports: list[Any] = field(default_factory=list)
@@ -56,34 +61,34 @@ class _WorkerHandle:
             self.pidfd = None
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
-            _WORKDIRS.discard(self.workdir)
+            WORKDIRS.discard(self.workdir)
             self.workdir = None
 
 
-def _last_resort(handle: _WorkerHandle) -> None:
+def last_resort(handle: WorkerHandle) -> None:
     # Runs at garbage collection or interpreter exit when close() was never awaited. It may run
     # off the event loop's thread, so it only signals and removes files; it leaves transports.
     handle.transports.clear()
     handle.release()
 
 
-class _WorkerGone(Exception):
+class WorkerGone(Exception):
     """The worker's pipe closed (it exited or was killed)."""
 
 
-class _ServerDied(Exception):
+class ServerDied(Exception):
     """The fork server died while a worker was being started on it."""
 
 
-_READ_ERRORS = (
-    _WorkerGone,
+READ_ERRORS = (
+    WorkerGone,
     replies.ProtocolViolation,
     asyncio.IncompleteReadError,
     ConnectionError,
 )
 
 
-async def _exit_status(server: _ForkServer | None, token: str | None) -> dict[str, Any]:
+async def worker_exit_status(server: ForkServer | None, token: str | None) -> dict[str, Any]:
     """The fork server's report on how the worker `token` ended (see replies.describe_death)."""
     if server is None or token is None:
         return {"state": "unknown"}
@@ -95,7 +100,7 @@ async def _exit_status(server: _ForkServer | None, token: str | None) -> dict[st
         return {"state": "server-gone"}
 
 
-async def _wait_exit(pidfd: int, timeout: float) -> None:
+async def wait_exit(pidfd: int, timeout: float) -> None:
     """Wait until the process behind `pidfd` has exited (a pidfd turns readable then)."""
     loop = asyncio.get_running_loop()
     done = loop.create_future()
@@ -107,3 +112,19 @@ async def _wait_exit(pidfd: int, timeout: float) -> None:
         pass
     finally:
         loop.remove_reader(pidfd)
+
+
+def send_document(write_transport: asyncio.WriteTransport, document: str) -> None:
+    """Write the document frame to a new worker's pipe."""
+    header, payload = protocol.encode_doc(document)
+    if len(payload) > _PIPE_DEFAULT:
+        # Room for the whole document: one write here and one read in the worker, instead of
+        # a wake-up on both sides per 64 KB. Pages are only used while data sits in the pipe.
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(
+                write_transport.get_extra_info("pipe").fileno(),
+                _F_SETPIPE_SZ,
+                min(len(payload) + len(header), _PIPE_MAX),
+            )
+    write_transport.write(header)
+    write_transport.write(payload)

@@ -17,7 +17,7 @@ from envtools.policies.base import Policy
 from envtools.policies.fathom import attacks, code_only, planner
 from envtools.policies.fathom.adversary import CodeOnly
 from envtools.policies.fathom.attacks import (
-    _LEAK_PROBES,
+    LEAK_PROBES,
     Blind,
     Candidates,
     ClosedBook,
@@ -109,10 +109,10 @@ def card_of(name: str) -> Card | None:
 
 __all__ = [
     "CARDS",
+    "LEAK_PROBES",
     "POLICIES",
     "ROLES",
     "TASKS",
-    "_LEAK_PROBES",
     "Card",
     "FathomReference",
     "GrepOnly",

@@ -26,19 +26,19 @@ from typing import Any
 
 from fathom_rlm.agent import prompts
 from fathom_rlm.documents import TaskRecord
-from fathom_rlm.documents.baselines import infer_answer_type
 
+from envtools.audit.baselines import infer_answer_type
 from envtools.policies.base import ChatResult
 from envtools.policies.fathom.code_only import typed_candidates
 from envtools.policies.fathom.protocol import (
-    _CALLS_PER_TURN,
-    _CHAPTERS,
-    _ID_TOKEN,
+    CALLS_PER_TURN,
+    CHAPTER_RANGE,
     GIVE_UP,
+    ID_TOKEN,
     NOT_FOUND,
-    _answer,
-    _message,
-    _View,
+    View,
+    answer_message,
+    assistant_message,
     learned,
     search_terms,
 )
@@ -125,8 +125,8 @@ class Ask:
 
     @classmethod
     def of(cls, question: str) -> Ask:
-        token = _ID_TOKEN.search(question)
-        chapters = _CHAPTERS.search(question)
+        token = ID_TOKEN.search(question)
+        chapters = CHAPTER_RANGE.search(question)
         low = question.lower()
         nth = next((i + 1 for i, w in enumerate(_ORDINALS) if re.search(rf"\b{w}\b", low)), None)
         return cls(
@@ -302,21 +302,23 @@ class CodeOnly:
     name = "fathom-code-only"
 
     async def respond(self, messages: list[dict[str, Any]], tools: Any) -> ChatResult:
-        view = _View.of(messages)
+        view = View.of(messages)
         if not tools or not view.system.startswith(prompts.ROOT_ROLE):
-            return ChatResult(_answer(NOT_FOUND))
+            return ChatResult(answer_message(NOT_FOUND))
         model = await learned(_MODELS, _nearest_length(view.doc_chars), _learn)
         return ChatResult(self.root(view, model))
 
-    def root(self, view: _View, model: Model) -> dict[str, Any]:
+    def root(self, view: View, model: Model) -> dict[str, Any]:
         ask = Ask.of(view.question)
         printed = _printed_lines(view)
         wanted = _keys(ask)
         if ask.counting and _bounds(view) is None and not _started(view, "bounds"):
-            return _message(calls=[("repl", {"code": _SECTION_BOUNDS.format(*ask.chapters)})])
+            return assistant_message(
+                calls=[("repl", {"code": _SECTION_BOUNDS.format(*ask.chapters)})]
+            )
         todo = _pending_pages(view)
         if todo:
-            return _message(calls=[("repl", {"code": c}) for c in todo[:_CALLS_PER_TURN]])
+            return assistant_message(calls=[("repl", {"code": c}) for c in todo[:CALLS_PER_TURN]])
         new = [(label, key) for label, key in wanted if not _started(view, label)]
         if ask.counting and not _started(view, "region"):
             bounds = _bounds(view)
@@ -325,8 +327,8 @@ class CodeOnly:
                 new = [("region", town, *bounds)]  # type: ignore[list-item]
         if new and view.turns + 2 < view.max_turns:
             cap = max(1_000, view.output_cap - 200)
-            codes = [_lines_code(item, cap, view.doc_chars) for item in new[:_CALLS_PER_TURN]]
-            return _message(calls=[("repl", {"code": c}) for c in codes])
+            codes = [_lines_code(item, cap, view.doc_chars) for item in new[:CALLS_PER_TURN]]
+            return assistant_message(calls=[("repl", {"code": c}) for c in codes])
         keys = _keys_by_label(view)
 
         def lines(pattern: str) -> list[tuple[int, str]]:
@@ -339,8 +341,10 @@ class CodeOnly:
         turns_left = view.turns + 2 < view.max_turns
         if answer == GIVE_UP and hop and not _started(view, hop[0]) and turns_left:
             cap = max(1_000, view.output_cap - 200)
-            return _message(calls=[("repl", {"code": _lines_code(hop, cap, view.doc_chars)})])
-        return _answer(answer)
+            return assistant_message(
+                calls=[("repl", {"code": _lines_code(hop, cap, view.doc_chars)})]
+            )
+        return answer_message(answer)
 
 
 _SECTION_BOUNDS = """# bounds
@@ -380,7 +384,7 @@ def _lines_code(item: tuple, cap: int, doc_chars: int) -> str:
     )
 
 
-def _keys_by_label(view: _View) -> dict[str, str]:
+def _keys_by_label(view: View) -> dict[str, str]:
     """The regex each printed label was searched with (read back from the cells' code)."""
     out = {}
     for c in view.calls:
@@ -394,12 +398,12 @@ def _keys_by_label(view: _View) -> dict[str, str]:
     return out
 
 
-def _started(view: _View, label: str) -> bool:
+def _started(view: View, label: str) -> bool:
     prefixes = (f"# lines {label}\n", f"# {label}\n")
     return any(c.args.get("code", "").startswith(prefixes) for c in view.calls)
 
 
-def _bounds(view: _View) -> list[int] | None:
+def _bounds(view: View) -> list[int] | None:
     for c in view.calls:
         if c.args.get("code", "").startswith("# bounds"):
             try:
@@ -410,7 +414,7 @@ def _bounds(view: _View) -> list[int] | None:
     return None
 
 
-def _pending_pages(view: _View) -> list[str]:
+def _pending_pages(view: View) -> list[str]:
     todo = []
     for c in view.calls:
         code = c.args.get("code", "")
@@ -426,7 +430,7 @@ def _pending_pages(view: _View) -> list[str]:
     return todo
 
 
-def _printed_lines(view: _View) -> dict[str, list[tuple[int, str]]]:
+def _printed_lines(view: View) -> dict[str, list[tuple[int, str]]]:
     out: dict[str, list[tuple[int, str]]] = {}
     for c in view.calls:
         code = c.args.get("code", "")

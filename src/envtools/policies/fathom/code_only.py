@@ -14,18 +14,18 @@ from typing import Any
 
 from fathom_rlm.agent import prompts
 from fathom_rlm.documents import normalize_answer
-from fathom_rlm.documents.baselines import NUMBER_PATTERN, infer_answer_type
 from fathom_rlm.documents.world import ORG_KINDS, ROLES, THINGS
 
+from envtools.audit.baselines import NUMBER_PATTERN, infer_answer_type
 from envtools.policies.base import ChatResult
 from envtools.policies.fathom.protocol import (
-    _ID_TOKEN,
-    _KIND_WORDS,
     GIVE_UP,
+    ID_TOKEN,
+    KIND_WORDS,
     NOT_FOUND,
-    _answer,
-    _message,
-    _View,
+    View,
+    answer_message,
+    assistant_message,
     search_terms,
 )
 
@@ -62,8 +62,8 @@ def typed_candidates(kind: str, line: str) -> list[tuple[int, str]]:
             (m.start(), m.group(0))
             for m in _PERSON.finditer(line)
             if m.group(1) not in _SENTENCE_STARTS
-            and m.group(1) not in _KIND_WORDS
-            and m.group(2) not in _KIND_WORDS
+            and m.group(1) not in KIND_WORDS
+            and m.group(2) not in KIND_WORDS
         ]
     if kind == "place":
         return [(m.start(1), m.group(1)) for m in _PLACE.finditer(line)]
@@ -111,23 +111,23 @@ class GrepOnly:
     max_prints = 4
 
     async def respond(self, messages: list[dict[str, Any]], tools: Any) -> ChatResult:
-        view = _View.of(messages)
+        view = View.of(messages)
         if not tools or not view.system.startswith(prompts.ROOT_ROLE):
-            return ChatResult(_answer(NOT_FOUND))
+            return ChatResult(answer_message(NOT_FOUND))
         question = view.question
-        token = _ID_TOKEN.search(question)
+        token = ID_TOKEN.search(question)
         key = token.group(0) if token else next(iter(search_terms(question)), None)
         if key is None:
-            return ChatResult(_answer(GIVE_UP))
+            return ChatResult(answer_message(GIVE_UP))
         chunk = max(1_000, view.output_cap - 200)
         if not view.calls:
             code = _GREP_CODE.format(key=json.dumps(key), chunk=chunk)
-            return ChatResult(_message(calls=[("repl", {"code": code})]))
+            return ChatResult(assistant_message(calls=[("repl", {"code": code})]))
         first = view.calls[0].output.partition("\n")
         total = int(first[0]) if first[0].strip().isdigit() else 0
         if len(view.calls) == 1 and total > chunk and view.turns + 1 < view.max_turns:
             starts = range(chunk, min(total, self.max_prints * chunk), chunk)
             codes = [f"# more\nprint(G[{a}:{a + chunk}])" for a in starts]
-            return ChatResult(_message(calls=[("repl", {"code": c}) for c in codes]))
+            return ChatResult(assistant_message(calls=[("repl", {"code": c}) for c in codes]))
         shown = "\n".join([first[2], *(c.output for c in view.calls[1:])])
-        return ChatResult(_answer(nearest_candidate(question, key, shown) or GIVE_UP))
+        return ChatResult(answer_message(nearest_candidate(question, key, shown) or GIVE_UP))

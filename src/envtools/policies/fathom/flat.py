@@ -12,24 +12,25 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from envtools.policies.fathom.protocol import (
-    _CALLS_PER_TURN,
-    _CHAPTERS,
-    _SECTIONS_CODE,
+    CALLS_PER_TURN,
+    CHAPTER_RANGE,
     GIVE_UP,
+    SECTIONS_CODE,
     WINDOW_DEF,
-    _message,
-    _View,
+    View,
+    assistant_message,
     name_terms,
     parse_sub_answer,
     search_terms,
 )
 from envtools.policies.fathom.reader import read_slice
 
-if TYPE_CHECKING:
-    from envtools.policies.fathom.planner import FathomReference
+# The root's last message from its answer: the caller's, so an attack can break the answer.
+Final = Callable[[View, str], dict[str, Any]]
 
 # Pages of the sentences around every hit of one name, each page at most CAP characters.
 _PAGES_CODE = (
@@ -59,20 +60,18 @@ _PAGE_CODE = (
 )
 
 
-def root_without_sub_calls(policy: FathomReference, view: _View) -> dict[str, Any]:
-    chapters = _CHAPTERS.search(view.question)
+def root_without_sub_calls(final: Final, view: View) -> dict[str, Any]:
+    chapters = CHAPTER_RANGE.search(view.question)
     if chapters:
-        return _count(policy, view, int(chapters.group(1)), int(chapters.group(2)))
-    return search_read(policy, view)
+        return _count(final, view, int(chapters.group(1)), int(chapters.group(2)))
+    return search_read(final, view)
 
 
-def _cells(view: _View, prefix: str) -> list[Any]:
+def _cells(view: View, prefix: str) -> list[Any]:
     return [c for c in view.calls if c.args.get("code", "").startswith(prefix)]
 
 
-def search_read(
-    policy: FathomReference, view: _View, first_terms: list[str] | None = None
-) -> dict[str, Any]:
+def search_read(final: Final, view: View, first_terms: list[str] | None = None) -> dict[str, Any]:
     """Grep `first_terms` (default: the names in the question), print the pages around every
     hit, read them all, and follow any lead (a chain's next name, an alias) the same way."""
     question = view.question
@@ -80,7 +79,7 @@ def search_read(
     read = "\n".join(c.output for c in _cells(view, "# page "))
     result = parse_sub_answer(read_slice(question, read)) if read else None
     if result is not None and result.final:
-        return policy.final(view, result.final)
+        return final(view, result.final)
     # Pages known per name, and pages already printed per name.
     totals: dict[str, int] = {}
     for c in _cells(view, "# pages "):
@@ -94,36 +93,36 @@ def search_read(
     if todo:
         codes = [
             _PAGE_CODE.format(term=t, term_json=json.dumps(t), i=i)
-            for t, i in todo[:_CALLS_PER_TURN]
+            for t, i in todo[:CALLS_PER_TURN]
         ]
-        return _message(calls=[("repl", {"code": c}) for c in codes])
-    terms = (first_terms or search_terms(question))[:_CALLS_PER_TURN] if not totals else []
+        return assistant_message(calls=[("repl", {"code": c}) for c in codes])
+    terms = (first_terms or search_terms(question))[:CALLS_PER_TURN] if not totals else []
     if result is not None and result.next_names:
         leads = [t for name in result.next_names for t in name_terms(name)]
         terms = [t for t in leads if t not in totals][:1]
     if not terms:
         concluded = parse_sub_answer(read_slice(question, read, complete=True))
-        return policy.final(view, concluded.final or GIVE_UP)
+        return final(view, concluded.final or GIVE_UP)
     codes = [_PAGES_CODE.format(term=t, term_json=json.dumps(t), cap=cap) for t in terms]
-    return _message(calls=[("repl", {"code": c}) for c in codes])
+    return assistant_message(calls=[("repl", {"code": c}) for c in codes])
 
 
-def _count(policy: FathomReference, view: _View, first: int, last: int) -> dict[str, Any]:
+def _count(final: Final, view: View, first: int, last: int) -> dict[str, Any]:
     cap = max(1_000, view.output_cap - 200)
     if not view.calls:
-        code = _SECTIONS_CODE.format(first=first, last=last, cap=cap)
-        return _message(calls=[("repl", {"code": code})])
+        code = SECTIONS_CODE.format(first=first, last=last, cap=cap)
+        return assistant_message(calls=[("repl", {"code": code})])
     try:
         sections = json.loads(view.calls[0].output)
     except ValueError:
-        return policy.final(view, GIVE_UP)
+        return final(view, GIVE_UP)
     shown = view.calls[1:]
     if len(shown) < len(sections):
-        todo = sections[len(shown) : len(shown) + _CALLS_PER_TURN]
+        todo = sections[len(shown) : len(shown) + CALLS_PER_TURN]
         codes = [f"# section\nprint(doc[{a}:{b}])" for a, b in todo]
-        return _message(calls=[("repl", {"code": c}) for c in codes])
+        return assistant_message(calls=[("repl", {"code": c}) for c in codes])
     total = 0
     for c in shown:
         m = re.fullmatch(r"\s*(\d+)\s*", read_slice(view.question, c.output))
         total += int(m.group(1)) if m else 0
-    return policy.final(view, str(total))
+    return final(view, str(total))

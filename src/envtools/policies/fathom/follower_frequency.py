@@ -30,9 +30,9 @@ from envtools.policies.fathom.keyword_solver import (
     KeywordSolver,
     Text,
     WordWeights,
-    _pairs,
     learn,
     solve_split,
+    split_pairs,
 )
 
 MIN_REPEATS = 3
@@ -99,7 +99,7 @@ def accuracy_by_family(
     split: str = "heldout", doc_tokens: int = 200_000, limit: int | None = None
 ) -> dict[str, float]:
     """Learn on `train` at `doc_tokens`, then mean correctness per family over `split`."""
-    solver = FollowerFrequencySolver(learn(_pairs("train", doc_tokens)))
+    solver = FollowerFrequencySolver(learn(split_pairs("train", doc_tokens)))
     return solve_split(solver, split, doc_tokens, limit)
 
 

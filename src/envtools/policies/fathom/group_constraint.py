@@ -51,14 +51,14 @@ from envtools.policies.fathom.class_labeler import (
 )
 from envtools.policies.fathom.follower_frequency import stock_sentences
 from envtools.policies.fathom.keyword_solver import (
-    _STARTS,
-    _YEAR,
+    SENTENCE_STARTS,
+    YEAR,
     KeywordSolver,
     Text,
     WordWeights,
-    _pairs,
     learn,
     solve_split,
+    split_pairs,
 )
 
 _CHANGING = frozenset({"residence", "owner"})
@@ -151,7 +151,7 @@ def _mentions(doc: Text, sentence: str) -> list[tuple[int, str, bool]]:
             out.append((m.start(), thing, True))
         elif honorific:
             out.append((m.start(), doc.canonical(honorific) or honorific, False))
-        elif name and not {*name.split()} & _STARTS:
+        elif name and not {*name.split()} & SENTENCE_STARTS:
             out.append((m.start(), name, False))
     low = sentence.lower()
     out += [(low.find(a), doc.aliases[a], False) for a in doc.aliases if a in low]
@@ -193,7 +193,7 @@ class FollowerGroups:
         for i, following in self.follower.items():
             subject = subjects[i]
             if subject is not None:
-                has_year = bool(_YEAR.search(doc.sentences[i][1]))
+                has_year = bool(YEAR.search(doc.sentences[i][1]))
                 groups[subject, has_year][following] += 1
         column = {s: k for k, s in enumerate(stock)}
         hits = np.zeros((len(groups), len(stock)))
@@ -290,7 +290,7 @@ def accuracy_by_family(
 ) -> dict[str, float]:
     """Learn on `train` at `doc_tokens`, then mean correctness per family over `split`."""
     labeler = learn_group_labeler(doc_tokens)
-    solver = GroupConstraintSolver(learn(_pairs("train", doc_tokens)), labeler)
+    solver = GroupConstraintSolver(learn(split_pairs("train", doc_tokens)), labeler)
     return solve_split(solver, split, doc_tokens, limit)
 
 

@@ -42,7 +42,7 @@ from envtools import cli
 if TYPE_CHECKING:
     from fathom_rlm.documents import TaskRecord
 
-_STARTS = frozenset(
+SENTENCE_STARTS = frozenset(
     re.findall(
         r"\w+",
         "The In By At On For From With Within When After Before Once Few Everyone It He She "
@@ -61,7 +61,7 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _NAME = re.compile(r"\b([A-Z][a-z]+) ([A-Z][a-z]+)\b")
 _THING = re.compile(r"\bthe ([A-Z][a-z]+ [A-Z][a-z]+(?: [A-Z][a-z]+)?)\b")
 _HONORIFIC = re.compile(r"\b(?:Master|Mistress) ([A-Z][a-z]+)\b")
-_YEAR = re.compile(r"\b1[5-9]\d\d\b")
+YEAR = re.compile(r"\b1[5-9]\d\d\b")
 _PLACE = re.compile(r"\b(?:in|to|at|of|from|near|into) ([A-Z][a-z]+)\b(?! [A-Z])")
 _PRONOUN = re.compile(r"^(?:[A-Z][^,]*, )?(he|she|it|they)\b", re.I)
 _WORD = re.compile(r"[a-z]+")
@@ -145,7 +145,7 @@ def question_names(question: str) -> list[str]:
     for m in re.finditer(r"\bthe ([A-Z][a-z]+ [A-Z][a-z]+)|\b([A-Z][a-z]+ [A-Z][a-z]+)", question):
         if m.group(1):
             out.append(m.group(1))
-        elif m.group(2).split()[0] not in _STARTS:
+        elif m.group(2).split()[0] not in SENTENCE_STARTS:
             out.append(m.group(2))
     return out
 
@@ -154,7 +154,7 @@ def _person_names(sentence: str) -> list[str]:
     return [
         m.group(0)
         for m in _NAME.finditer(sentence)
-        if m.group(1) not in _STARTS and m.group(2) not in _STARTS
+        if m.group(1) not in SENTENCE_STARTS and m.group(2) not in SENTENCE_STARTS
     ]
 
 
@@ -207,7 +207,7 @@ class Text:
     def first_name(self, sentence: str) -> str | None:
         found: list[tuple[int, str]] = []
         for m in _NAME.finditer(sentence):
-            if m.group(1) not in _STARTS and m.group(2) not in _STARTS:
+            if m.group(1) not in SENTENCE_STARTS and m.group(2) not in SENTENCE_STARTS:
                 found.append((m.start(), m.group(0)))
                 break
         found += [(m.start(), m.group(0)) for m in _HONORIFIC.finditer(sentence)][:1]
@@ -232,7 +232,7 @@ class Text:
 
     def candidates(self, kind: str, sentence: str) -> list[str]:
         if kind == "year":
-            found = _YEAR.findall(sentence)
+            found = YEAR.findall(sentence)
         elif kind == "place":
             found = _PLACE.findall(sentence)
         elif kind == "artefact":
@@ -288,7 +288,7 @@ class WordWeights:
             total += 6
         if NEGATION_CUES.search(low):
             total -= 8
-        if base == "birth" and not _YEAR.search(sentence):
+        if base == "birth" and not YEAR.search(sentence):
             total -= 4  # a birth is told with its year
         return total
 
@@ -468,7 +468,7 @@ class KeywordSolver:
 
     def count(self, doc: Text, question: str) -> str | None:
         numbers = [int(x) for x in re.findall(r"\d+", question)]
-        towns = [w for w in re.findall(r"\b([A-Z][a-z]+)\b", question) if w not in _STARTS]
+        towns = [w for w in re.findall(r"\b([A-Z][a-z]+)\b", question) if w not in SENTENCE_STARTS]
         if len(numbers) < 2 or not towns:
             return None
         starts = {int(m.group(1)): m.start() for m in _CHAPTER.finditer(doc.text)}
@@ -484,7 +484,7 @@ class KeywordSolver:
 
 
 @lru_cache(maxsize=2)
-def _pairs(split: str, doc_tokens: int) -> tuple[tuple[str, TaskRecord], ...]:
+def split_pairs(split: str, doc_tokens: int) -> tuple[tuple[str, TaskRecord], ...]:
     """(document text, row) of every row of `split`, each document generated once. The last two
     are kept: every attack learns on `train` and answers one split, and an audit runs several."""
     from fathom_rlm.documents import split_tasks
@@ -503,7 +503,7 @@ def accuracy_by_family(
     """Learn on `train` at `doc_tokens`, answer every question of `split` (the first `limit`
     rows when given); mean correctness per family (the gold check of the environment:
     `matches_gold` with the row's aliases)."""
-    train = _pairs("train", doc_tokens)
+    train = split_pairs("train", doc_tokens)
     cues = None
     if next_sentence_cues:
         seeds = list(dict.fromkeys(r.seed for _, r in train))[:20]
@@ -520,7 +520,7 @@ def solve_split(
 
     texts: dict[int, Text] = {}
     right: dict[str, list[bool]] = defaultdict(list)
-    for text, row in _pairs(split, doc_tokens)[:limit]:
+    for text, row in split_pairs(split, doc_tokens)[:limit]:
         if row.seed not in texts:  # one Text per document, not per row
             texts[row.seed] = Text(text)
         doc = texts[row.seed]

@@ -31,17 +31,17 @@ from fathom_rlm.agent import prompts
 from envtools.policies.base import ChatResult
 from envtools.policies.fathom import flat
 from envtools.policies.fathom.protocol import (
-    _CALLS_PER_TURN,
-    _CHAPTERS,
-    _ID_TOKEN,
-    _SECTIONS_CODE,
+    CALLS_PER_TURN,
+    CHAPTER_RANGE,
     GIVE_UP,
+    ID_TOKEN,
     NOT_FOUND,
+    SECTIONS_CODE,
     SELF_READ,
     WINDOW_DEF,
-    _answer,
-    _message,
-    _View,
+    View,
+    answer_message,
+    assistant_message,
     name_terms,
     parse_sub_answer,
     search_terms,
@@ -186,7 +186,7 @@ class FathomReference:
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> ChatResult:
-        view = _View.of(messages)
+        view = View.of(messages)
         if view.system.startswith(prompts.ROOT_ROLE):
             return ChatResult(self.root(view))
         if view.system.startswith(prompts.SUB_ROLE) and tools:
@@ -195,38 +195,38 @@ class FathomReference:
 
     # -- roles ---------------------------------------------------------------------------
 
-    def plain_reader(self, view: _View) -> dict[str, Any]:
+    def plain_reader(self, view: View) -> dict[str, Any]:
         prompt, _, text = view.user.removeprefix(prompts.QUESTION_PREFIX).partition(
             prompts.TEXT_PREFIX
         )
-        return _answer(read_slice(prompt, text))
+        return answer_message(read_slice(prompt, text))
 
-    def sub_agent(self, view: _View) -> dict[str, Any]:
+    def sub_agent(self, view: View) -> dict[str, Any]:
         prompt = view.user.removeprefix(prompts.QUESTION_PREFIX)
         question, _ = split_prompt(prompt)
         delegated = [c for c in view.calls if c.args.get("code", "").startswith("# delegate")]
-        if self.delegates(question) and _CHAPTERS.search(question) and SELF_READ not in prompt:
+        if self.delegates(question) and CHAPTER_RANGE.search(question) and SELF_READ not in prompt:
             # A count over a whole section: hand the section to a plain reader (depth 2).
             if not delegated:
                 code = f"# delegate\nprint(llm({json.dumps(prompt)}, doc))"
-                return _message(calls=[("repl", {"code": code})])
+                return assistant_message(calls=[("repl", {"code": code})])
             last = delegated[-1].output.strip().splitlines() or [""]
             if not last[-1].startswith("Error"):
-                return _answer(last[-1])
+                return answer_message(last[-1])
             # The reader was refused (budget): fall back to reading the section itself.
         return self.self_read(view, prompt)
 
-    def self_read(self, view: _View, prompt: str) -> dict[str, Any]:
+    def self_read(self, view: View, prompt: str) -> dict[str, Any]:
         """Cut the text into pieces that fit one REPL output, at full stops (no sentence is
         printed twice), print them (several per turn), then answer from everything printed."""
         cut = [c for c in view.calls if c.args.get("code", "").startswith("# pieces")]
         if not cut:
             cap = max(1_000, view.output_cap - 200)
-            return _message(calls=[("repl", {"code": _PIECES_CODE.format(cap=cap)})])
+            return assistant_message(calls=[("repl", {"code": _PIECES_CODE.format(cap=cap)})])
         try:
             pieces = json.loads(cut[0].output)
         except ValueError:
-            return _answer(NOT_FOUND)
+            return answer_message(NOT_FOUND)
         reads = [c for c in view.calls if c.args.get("code", "").startswith("# read")]
         shown = "\n".join(c.output for c in reads)
         done = len(reads) >= len(pieces)
@@ -235,40 +235,40 @@ class FathomReference:
         result = read_slice(prompt, shown) if reads else NOT_FOUND
         final_turn = view.turns + 1 >= view.max_turns
         if parse_sub_answer(result).final or done or final_turn:
-            return _answer(result)
-        todo = pieces[len(reads) : len(reads) + _CALLS_PER_TURN]
+            return answer_message(result)
+        todo = pieces[len(reads) : len(reads) + CALLS_PER_TURN]
         codes = [f"# read\nprint(doc[{a}:{b}])" for a, b in todo]
-        return _message(calls=[("repl", {"code": code}) for code in codes])
+        return assistant_message(calls=[("repl", {"code": code}) for code in codes])
 
-    def root(self, view: _View) -> dict[str, Any]:
+    def root(self, view: View) -> dict[str, Any]:
         question = view.question
         if view.turns + 1 >= view.max_turns:
             return self.final(view, self.best_answer(view) or GIVE_UP)
-        token = _ID_TOKEN.search(question)
+        token = ID_TOKEN.search(question)
         if token:
             return self.root_exact(view, token.group(0))
         cap = required_depth(question) if self.depth_cap is None else self.depth_cap
         if cap == 0:
             # A depth-0 family (a few windows around one name): the root reads them itself.
-            return flat.root_without_sub_calls(self, view)
-        chapters = _CHAPTERS.search(question)
+            return flat.root_without_sub_calls(self.final, view)
+        chapters = CHAPTER_RANGE.search(question)
         if chapters:
             return self.root_aggregate(view, int(chapters.group(1)), int(chapters.group(2)))
         return self.root_search_read(view)
 
     # -- root strategies -----------------------------------------------------------------
 
-    def root_exact(self, view: _View, token: str) -> dict[str, Any]:
+    def root_exact(self, view: View, token: str) -> dict[str, Any]:
         """An ID is found by its literal: the root greps it and reads the hit lines itself,
         following an alias the lines name the same way (no sub-call at any depth)."""
-        return flat.search_read(self, view, [token])
+        return flat.search_read(self.final, view, [token])
 
-    def root_aggregate(self, view: _View, first: int, last: int) -> dict[str, Any]:
+    def root_aggregate(self, view: View, first: int, last: int) -> dict[str, Any]:
         """Cut the asked chapter range into sections at full stops (no sentence is split or
         counted twice), then count every section in one map-reduce cell."""
         if not view.calls:
-            code = _SECTIONS_CODE.format(first=first, last=last, cap=view.slice_cap)
-            return _message(calls=[("repl", {"code": code})])
+            code = SECTIONS_CODE.format(first=first, last=last, cap=view.slice_cap)
+            return assistant_message(calls=[("repl", {"code": code})])
         try:
             sections = json.loads(view.calls[0].output)
         except ValueError:
@@ -284,7 +284,7 @@ class FathomReference:
                 f"# count\nP = {json.dumps(prompt)}\nS = {json.dumps(sections)}\n"
                 "print(to_json([llm(P, doc[a:b]) for a, b in S]))"
             )
-            return _message(calls=[("repl", {"code": code})])
+            return assistant_message(calls=[("repl", {"code": code})])
         try:
             counts = json.loads(view.calls[-1].output)
         except ValueError:
@@ -295,7 +295,7 @@ class FathomReference:
             total += int(m.group(1)) if m else 0
         return self.final(view, str(total))
 
-    def root_search_read(self, view: _View) -> dict[str, Any]:
+    def root_search_read(self, view: View) -> dict[str, Any]:
         """Each turn one cell: grep the names, cut a short window (the sentences around each
         hit) per hit, pack the windows into slices and read them with in-REPL `llm()` calls until
         an answer comes back; a multi-hop chain's next name gets the next cell."""
@@ -337,9 +337,9 @@ class FathomReference:
             # A history needs every window of its name; a chain moves on at its first lead.
             stop=not reads_whole_history(question),
         )
-        return _message(calls=[("repl", {"code": code})])
+        return assistant_message(calls=[("repl", {"code": code})])
 
-    def best_answer(self, view: _View) -> str | None:
+    def best_answer(self, view: View) -> str | None:
         for c in view.calls:
             if c.name == "llm":
                 final = parse_sub_answer(c.output).final
@@ -351,9 +351,9 @@ class FathomReference:
                     return finals[0]
         return None
 
-    def final(self, view: _View, answer: str) -> dict[str, Any]:
+    def final(self, view: View, answer: str) -> dict[str, Any]:
         """The root's last message; attacks override this to break the answer."""
-        return _answer(answer)
+        return answer_message(answer)
 
 
 class ReferenceDepth2(FathomReference):

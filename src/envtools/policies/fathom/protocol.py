@@ -41,20 +41,20 @@ WINDOW_DEF = """def window(s, e):
 and the two after it. A hit is often a pronoun's antecedent: the statement follows it, and a
 retraction that cancels the statement follows that, two sentences past the hit."""
 
-_ID_TOKEN = re.compile(r"\b[A-Z]{2}-\d{4}\b")
-_CHAPTERS = re.compile(
+ID_TOKEN = re.compile(r"\b[A-Z]{2}-\d{4}\b")
+CHAPTER_RANGE = re.compile(
     r"chapters?\s+(\d+)\s+(?:to|and|through)\s+(?:chapter\s+)?(\d+)", re.IGNORECASE
 )
-_CAPITAL_RUN = re.compile(r"[A-Z][a-z]+(?:'s)?(?:\s+[A-Z][a-z]+(?:'s)?)*")
-_QUESTION_WORDS = frozenset(
+CAPITAL_RUN = re.compile(r"[A-Z][a-z]+(?:'s)?(?:\s+[A-Z][a-z]+(?:'s)?)*")
+QUESTION_WORDS = frozenset(
     re.findall(
         r"\w+",
         "In Which What Who Whom Whose Where When How Name Give Of Once After From To Across For "
         "Before During The A An Chapter",
     )
 )
-_KIND_WORDS = frozenset(w for name in (*THINGS, *ORG_KINDS) for w in name.split())
-_CALLS_PER_TURN = 8  # the loop's default cap on tool calls in one reply
+KIND_WORDS = frozenset(w for name in (*THINGS, *ORG_KINDS) for w in name.split())
+CALLS_PER_TURN = 8  # the loop's default cap on tool calls in one reply
 
 
 _T = TypeVar("_T")
@@ -79,19 +79,13 @@ async def learned(cache: dict[int, _T], key: int, learn: Callable[[int], _T]) ->
     return cache[key]
 
 
-def compose_prompt(question: str, quotes: list[str]) -> str:
-    if not quotes:
-        return question
-    return question + "\n" + KNOWN_HEADER + "\n" + "\n".join(f"- {q}" for q in quotes)
-
-
 def split_prompt(prompt: str) -> tuple[str, str]:
     """(question, text of the "Known so far" block); a self-read instruction is dropped."""
     head, _, known = prompt.replace("\n" + SELF_READ, "").partition("\n" + KNOWN_HEADER)
     return head.strip(), known
 
 
-def _partial(quotes: list[str], next_names: list[str]) -> str:
+def partial_answer(quotes: list[str], next_names: list[str]) -> str:
     parts = [PARTIAL]
     parts += [f"next: {name}" for name in next_names]
     parts.append("evidence: " + " || ".join(quotes))
@@ -134,7 +128,7 @@ class _Call:
 
 
 @dataclass
-class _View:
+class View:
     """What a role can know from its messages."""
 
     system: str
@@ -143,7 +137,7 @@ class _View:
     turns: int
 
     @classmethod
-    def of(cls, messages: list[dict[str, Any]]) -> _View:
+    def of(cls, messages: list[dict[str, Any]]) -> View:
         system = next((m.get("content") or "" for m in messages if m["role"] == "system"), "")
         user = next((m.get("content") or "" for m in messages if m["role"] == "user"), "")
         outputs = {
@@ -197,7 +191,9 @@ class _View:
         return self.number(r"Output beyond ([\d,]+) characters", 4_000)
 
 
-def _message(content: str | None = None, calls: list[tuple[str, dict[str, Any]]] = ()) -> dict:
+def assistant_message(
+    content: str | None = None, calls: list[tuple[str, dict[str, Any]]] = ()
+) -> dict:
     msg: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         msg["tool_calls"] = [
@@ -211,8 +207,8 @@ def _message(content: str | None = None, calls: list[tuple[str, dict[str, Any]]]
     return msg
 
 
-def _answer(text: str) -> dict[str, Any]:
-    return _message(f"<answer>{text}</answer>")
+def answer_message(text: str) -> dict[str, Any]:
+    return assistant_message(f"<answer>{text}</answer>")
 
 
 # ------------------------------------------------------------------------- question parsing
@@ -222,16 +218,16 @@ def search_terms(question: str) -> list[str]:
     """Distinctive words to grep for: a person's family name, an object's or body's root word,
     a lone place name. Question words and the generic kind words are skipped."""
     terms: list[str] = []
-    for run in _CAPITAL_RUN.findall(question):
+    for run in CAPITAL_RUN.findall(question):
         words = [w.removesuffix("'s") for w in run.split()]
-        while words and words[0] in _QUESTION_WORDS:
+        while words and words[0] in QUESTION_WORDS:
             words = words[1:]
         if not words:
             continue
         # "the Trothox Sextant" -> "Trothox"; "Nestor Zatei" -> "Zatei"; "Denhan" -> "Denhan".
-        thing = words[-1] in _KIND_WORDS and words[0] not in _KIND_WORDS
+        thing = words[-1] in KIND_WORDS and words[0] not in KIND_WORDS
         term = words[0] if thing else words[-1]
-        if term not in terms and term not in _KIND_WORDS:
+        if term not in terms and term not in KIND_WORDS:
             terms.append(term)
     return terms
 
@@ -251,7 +247,7 @@ def name_terms(name: str) -> list[str]:
 
 # Sections of the asked chapter range, each at most `cap` characters, cut at a paragraph break
 # (a pronoun and its antecedent stay together), else after a full stop.
-_SECTIONS_CODE = """# sections
+SECTIONS_CODE = """# sections
 S = [m[0] for m in re_finditer('(?m)^Chapter \\\\d+:', doc)] + [len(doc)]
 first, last = max(1, {first}), min(len(S) - 1, {last})
 out = []

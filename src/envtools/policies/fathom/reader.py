@@ -22,7 +22,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envtools.policies.fathom.protocol import NOT_FOUND, _partial, split_prompt
+from fathom_rlm.documents import QuestionParseError, parse_question
+from fathom_rlm.documents.grammar import RETRACTED
+
+from envtools.audit.answering import CHAIN_STEPS, answer_from_facts, count_from_facts, next_hop
+from envtools.audit.grammar_reader import read_aliases, read_facts
+from envtools.policies.fathom.protocol import NOT_FOUND, partial_answer, split_prompt
 
 _SETTLED_ONLY_WHEN_COMPLETE = frozenset({"temporal"})
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]")
@@ -44,41 +49,30 @@ _READS = {
 }
 
 
-def _grammar() -> Any:
-    """The generator's question grammar and grammar reader (imported on first use)."""
-    from fathom_rlm import documents
-    from fathom_rlm.documents.tasks import answering
-
-    return documents, answering
-
-
 def required_depth(question: str) -> int:
     """The recursion depth the question's family needs, read off its wording (1 if it does
     not parse)."""
-    documents, _ = _grammar()
     try:
-        return int(documents.parse_question(question).depth)
-    except documents.QuestionParseError:
+        return int(parse_question(question).depth)
+    except QuestionParseError:
         return 1
 
 
 def reads_whole_history(question: str) -> bool:
     """A state question needs every fact of its subject's history, not the first one found."""
-    documents, _ = _grammar()
     try:
-        return documents.parse_question(question).family in _SETTLED_ONLY_WHEN_COMPLETE
-    except documents.QuestionParseError:
+        return parse_question(question).family in _SETTLED_ONLY_WHEN_COMPLETE
+    except QuestionParseError:
         return False
 
 
-def _drop_cut_statements(facts: list[Any], text: str) -> list[Any]:
+def drop_cut_statements(facts: list[Any], text: str) -> list[Any]:
     """A plain statement of a relation with retractions (a one-off one: birth, teacher, maker,
     founding, seat) can be cancelled by the sentence right after it, in its paragraph ("None of
     it was true."). Such a statement that ends a piece of `text` (a window cut after it: a line
     break that is no paragraph break, or the end of the text) was read without that sentence, so
     it settles nothing and is dropped; the same statement read in the windows of its own
     subject's name comes with the sentences after it."""
-    from fathom_rlm.documents.grammar import RETRACTED
 
     def followed(fact: Any) -> bool:
         end = fact.sentence[1]
@@ -105,28 +99,15 @@ def _relevant(
     return _key(fact.subject) in names or (token is not None and fact.value == token)
 
 
-def _relations(answering: Any, relation: str) -> frozenset[str]:
-    steps = getattr(answering, "_STEPS", {}).get(relation, ())
+def _relations(relation: str) -> frozenset[str]:
+    steps = CHAIN_STEPS.get(relation, ())
     return frozenset(r for r, _ in steps) | frozenset(_READS.get(relation, ()))
 
 
 def _alias_intros(text: str) -> list[tuple[str, str, str]]:
     """(name, alias, introducing sentence) for every alias introduction in `text`, read with
-    the generator's grammar reader (its public `read_aliases` when it has one)."""
-    from fathom_rlm import documents
-    from fathom_rlm.documents import reader as grammar_reader
-
-    public = getattr(documents, "read_aliases", None)
-    if public is not None:
-        return [(name, alias, text[a:b]) for name, alias, (a, b) in public(text)]
-    out = []
-    grammar = grammar_reader._compiled(grammar_reader.SPLITS)
-    for m in _SENTENCE.finditer(text):
-        sentence = m.group().strip()
-        intro = grammar_reader._read_intro(grammar, sentence)
-        if intro is not None:
-            out.append((intro[0], "the" + intro[1][3:], sentence))
-    return out
+    the generator's grammar reader."""
+    return [(name, alias, text[a:b]) for name, alias, (a, b) in read_aliases(text)]
 
 
 def _aliases(text: str, names: set[str]) -> list[tuple[str, str, str]]:
@@ -160,14 +141,13 @@ def _known_text(known: str) -> str:
 def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
     """The reader's answer to `prompt` about `text` (see the module docstring). `complete`
     says the caller has read all there is, so the facts at hand must settle it."""
-    documents, answering = _grammar()
     question, known = split_prompt(prompt)
     try:
-        intent = documents.parse_question(question)
-    except documents.QuestionParseError:
+        intent = parse_question(question)
+    except QuestionParseError:
         return NOT_FOUND
     if intent.family == "aggregation":
-        return str(answering.count_from_facts(intent, documents.read_facts(text)))
+        return str(count_from_facts(intent, read_facts(text)))
     # One text: every alias introduction first (an alias is read only after it was introduced,
     # and a passed-down quote may use an alias this text introduces), then the passed-down
     # quotes, then its own text; facts keep story order and spans stay comparable.
@@ -176,13 +156,13 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
     head = "\n\n".join(part for part in (intros, passed) if part)
     offset = len(head) + 2 if head else 0
     whole = f"{head}\n\n{text}" if head else text
-    facts = documents.read_facts(whole) if whole.strip() else []
-    facts = _drop_cut_statements(facts, whole)
-    answer = answering.answer_from_facts(intent, facts)
+    facts = read_facts(whole) if whole.strip() else []
+    facts = drop_cut_statements(facts, whole)
+    answer = answer_from_facts(intent, facts)
     if answer and (complete or intent.family not in _SETTLED_ONLY_WHEN_COMPLETE):
         return str(answer)
     asked = {_key(e) for e in intent.entities()}
-    next_name = answering.next_hop(intent, facts)
+    next_name = next_hop(intent, facts)
     if next_name and (_key(next_name) in asked or next_name in passed):
         # Still about the named entity, or a lead the caller already followed: the entity
         # stays one to collect facts (and aliases) about, but it is no new lead.
@@ -190,7 +170,7 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
         next_name = None
     names = asked | ({_key(next_name)} if next_name else set())
     names.discard("")
-    relations = _relations(answering, intent.relation)
+    relations = _relations(intent.relation)
     # Follow the chain through the facts at hand: a fact about a followed name makes its value
     # a followed name too (the maker of the object, then the maker's teacher, ...).
     for _ in range(3):
@@ -213,7 +193,7 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
                 quotes.append(quote)
     # An alias of a name it is looking for, and found no fact about, is a lead too: the caller
     # searches whichever lead it has not searched yet.
-    steps = getattr(answering, "_STEPS", {}).get(intent.relation)
+    steps = CHAIN_STEPS.get(intent.relation)
     if steps:
         # A name of a chain is covered only by a fact of its own step: the named person's
         # birth does not say who taught them, and the teaching may be stated under an alias.
@@ -236,4 +216,4 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
             leads.append(alias)
     if not quotes and not leads:
         return NOT_FOUND
-    return _partial(quotes, leads)
+    return partial_answer(quotes, leads)

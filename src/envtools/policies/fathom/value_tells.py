@@ -34,7 +34,7 @@ from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 
 from envtools import cli
 from envtools.policies.fathom.group_constraint import FollowerGroups, labelled_groups
-from envtools.policies.fathom.keyword_solver import _YEAR, Text
+from envtools.policies.fathom.keyword_solver import YEAR, Text
 
 MAX_OFFSET = 30
 _NAME = re.compile(r"\b[A-Z][a-z]+\b")
@@ -54,7 +54,7 @@ def class_offsets(doc: Text, groups: FollowerGroups) -> dict[str, Offsets]:
     by_name: dict[str, list[int]] = defaultdict(list)
     years: dict[int, list[int]] = {}
     for i, (_, sentence) in enumerate(doc.sentences):
-        found = [int(y) for y in _YEAR.findall(sentence)]
+        found = [int(y) for y in YEAR.findall(sentence)]
         if found and i not in followed and sentence not in groups.stock:
             years[i] = found
             for name in _names(sentence):
@@ -62,7 +62,7 @@ def class_offsets(doc: Text, groups: FollowerGroups) -> dict[str, Offsets]:
     out: dict[str, Offsets] = defaultdict(Counter)
     for i, following in followed.items():
         sentence = doc.sentences[i][1]
-        own = _YEAR.findall(sentence)
+        own = YEAR.findall(sentence)
         if not own:
             continue
         names = _names(sentence)

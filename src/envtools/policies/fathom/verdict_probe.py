@@ -73,29 +73,29 @@ class History:
         return (seen[-1] if seen else None), moves
 
 
-def _settled(doc: Document, person: int, chapter: int) -> bool:
+def settled_in(doc: Document, person: int, chapter: int) -> bool:
     """The person has a home by ``chapter`` and does not move during it."""
     p = doc.world.people[person]
     moving = any(chapter <= t < chapter + 1 for t, _ in p.residence)
     return not moving and doc.world.residence_at(person, chapter) is not None
 
 
-def _home(doc: Document, person: int, chapter: int) -> str:
+def home_at(doc: Document, person: int, chapter: int) -> str:
     return doc.world.places[doc.world.residence_at(person, chapter)].name
 
 
-def _moves(doc: Document, person: int, chapter: int) -> int:
+def moves_before(doc: Document, person: int, chapter: int) -> int:
     return sum(1 for t, _ in doc.world.people[person].residence[1:] if t < chapter)
 
 
 def _false_home(doc: Document, person: int, chapter: int, rng: random.Random) -> str | None:
     homes = {doc.world.places[pl].name for _, pl in doc.world.people[person].residence}
-    others = sorted(homes - {_home(doc, person, chapter)})
+    others = sorted(homes - {home_at(doc, person, chapter)})
     return rng.choice(others) if others else None
 
 
 def _false_moves(doc: Document, person: int, chapter: int, rng: random.Random) -> int:
-    true = _moves(doc, person, chapter)
+    true = moves_before(doc, person, chapter)
     return rng.choice([true + o for o in _OFFSETS if true + o >= 0])
 
 
@@ -106,7 +106,7 @@ def claim_groups(doc: Document, design: str, rng: random.Random) -> list[list[Cl
     """The groups of claims ``design`` would write into ``doc``: one per one-off fact (of a
     person, for the subject designs)."""
     counts = design.endswith("moves")
-    value = _moves if counts else _home
+    value = moves_before if counts else home_at
     false = _false_moves if counts else _false_home
     chapters = range(1, len(doc.chapters))
     groups = []
@@ -115,14 +115,14 @@ def claim_groups(doc: Document, design: str, rng: random.Random) -> list[list[Cl
             continue
         if design.startswith("witness"):
             c = ev.chapter
-            people = [p.id for p in doc.world.people if c > 0 and _settled(doc, p.id, c)]
+            people = [p.id for p in doc.world.people if c > 0 and settled_in(doc, p.id, c)]
             if len(people) < GROUP:
                 continue
             slots = [(pid, c) for pid in rng.sample(people, GROUP)]
         else:
             if ev.kind not in ("birth", "mentor"):
                 continue
-            settled = [c for c in chapters if _settled(doc, ev.subject, c)]
+            settled = [c for c in chapters if settled_in(doc, ev.subject, c)]
             if len(settled) < GROUP:
                 continue
             slots = [(ev.subject, c) for c in rng.sample(settled, GROUP)]
@@ -148,8 +148,8 @@ def learn_counts(doc_tokens: int, n: int) -> dict[int, Counter[int]]:
         history = History(doc)
         for p in doc.world.people:
             for c in range(1, len(doc.chapters)):
-                if _settled(doc, p.id, c):
-                    table[history.before(p.id, c)[1]][_moves(doc, p.id, c)] += 1
+                if settled_in(doc, p.id, c):
+                    table[history.before(p.id, c)[1]][moves_before(doc, p.id, c)] += 1
     return table
 
 

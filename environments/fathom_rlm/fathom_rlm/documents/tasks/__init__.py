@@ -5,7 +5,6 @@ the renderer recorded, and words it with the templates of its relation for the d
 (:mod:`.wordings`). :func:`parse_question` reads the same grammar back (:mod:`.intent`).
 """
 
-from .answering import answer_from_facts, count_from_facts, next_hop
 from .core import (
     DEFAULT_FAMILY_MIX,
     OVERLAP_MAX,
@@ -39,15 +38,12 @@ __all__ = [
     "Task",
     "TaskRecord",
     "TaskRecordError",
-    "answer_from_facts",
     "check_task",
-    "count_from_facts",
     "count_max",
     "lexical_overlap",
     "make_tasks",
     "matches_gold",
     "name_words",
-    "next_hop",
     "normalize_answer",
     "parse_question",
     "propose_tasks",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 
-from ..render import NUMBER_WORDS
+from ..filler_tables import NUMBER_WORDS
 from .builder import TaskBuilder, person_forms, pick
 from .core import Task
 

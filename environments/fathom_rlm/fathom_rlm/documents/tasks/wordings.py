@@ -291,7 +291,3 @@ _TABLE = (
 )  # fmt: skip
 
 RELATIONS: dict[str, Relation] = {r.name: r for r in _TABLE}
-
-
-def relations_of(family: str) -> tuple[Relation, ...]:
-    return tuple(r for r in _TABLE if r.family == family)

@@ -7,7 +7,7 @@ common count among the *other* rows of its bucket (leave-one-out; the mode of al
 its bucket has no other row; ties share the credit). The share predicted right is the
 cross-validated mode accuracy. With the count drawn uniformly from 1..12 it should sit near 1/12.
 
-Run: ``python -m fathom_rlm.documents.tasks.predictability --split train``
+Run: ``python -m envtools.audit.predictability --split train``
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Sequence
 
-from .intent import QuestionIntent, parse_question, template_pattern
-from .record import TaskRecord
-from .wordings import RELATIONS
+from fathom_rlm.documents.splits import build_split
+from fathom_rlm.documents.tasks.intent import QuestionIntent, parse_question, template_pattern
+from fathom_rlm.documents.tasks.record import TaskRecord
+from fathom_rlm.documents.tasks.wordings import RELATIONS
 
 Row = tuple[str, QuestionIntent, int, str]  # question, its intent, doc_tokens, gold count
 Features = Callable[[str, QuestionIntent, int], Hashable]
@@ -146,8 +147,6 @@ def report(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from ..splits import build_split
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", default="train", choices=("train", "eval"))
     parser.add_argument("--n", type=int, default=None, help="rows (default: the split's size)")

@@ -16,10 +16,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from .document import Document
-from .render import NUMBER_WORDS
-from .tasks import QuestionParseError, parse_question
-from .world import ROLES
+from fathom_rlm.documents.document import Document
+from fathom_rlm.documents.filler_tables import NUMBER_WORDS
+from fathom_rlm.documents.tasks import QuestionParseError, parse_question
+from fathom_rlm.documents.world import ROLES
 
 ID_PATTERN = re.compile(r"\b[A-Z]{2}-\d{4}\b")
 YEAR_PATTERN = re.compile(r"\b1[5-9]\d\d\b")

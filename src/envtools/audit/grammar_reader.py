@@ -22,9 +22,9 @@ import bisect
 import re
 from functools import lru_cache
 
-from .facts import Fact, Span
-from .filler import ACTIVITIES, FILLER
-from .grammar import (
+from fathom_rlm.documents.facts import Fact, Span
+from fathom_rlm.documents.filler_tables import ACTIVITIES, FILLER
+from fathom_rlm.documents.grammar import (
     ADVERBIALS,
     DISTRACTOR_WRAPPERS,
     PERSON_SLOTS,
@@ -35,8 +35,8 @@ from .grammar import (
     deal,
     split_grammar,
 )
-from .grammar_tables import ASIDES, EPITHET_ADJECTIVES, EPITHET_NOUNS
-from .world import NICKNAMES, ORG_KINDS, ROLES, THINGS
+from fathom_rlm.documents.grammar_tables import ASIDES, EPITHET_ADJECTIVES, EPITHET_NOUNS
+from fathom_rlm.documents.world import NICKNAMES, ORG_KINDS, ROLES, THINGS
 
 
 def _alt(words) -> str:
@@ -107,11 +107,11 @@ def _vp_regex(vp: VerbPhrase) -> re.Pattern:
 _STOP = frozenset(
     ["to", "in", "of", "as", "the", "a", "an", "at", "from", "with", "on", "for", "its", "and"]
 )
-_SENTENCE = re.compile(r"[^\s.][^.\n]*\.")
+SENTENCE = re.compile(r"[^\s.][^.\n]*\.")
 _HEADER = re.compile(r"^Chapter (\d+): [^\n]*\n([A-Z][a-z]+ \d{4})$", re.M)
 
 
-class _Compiled:
+class CompiledGrammar:
     """The grammar of some splits compiled for reading (all splits for :func:`read_facts`)."""
 
     def __init__(self, splits: tuple[str, ...]) -> None:
@@ -193,8 +193,8 @@ class _Compiled:
 
 
 @lru_cache(maxsize=4)
-def _compiled(splits: tuple[str, ...]) -> _Compiled:
-    return _Compiled(splits)
+def compiled_grammar(splits: tuple[str, ...]) -> CompiledGrammar:
+    return CompiledGrammar(splits)
 
 
 def _norm_alias(surface: str) -> str:
@@ -208,13 +208,13 @@ def read_facts(text: str, *, splits: tuple[str, ...] = SPLITS) -> list[Fact]:
     ``splits`` restricts the reader to the shapes of those splits: a reader that knows only the
     train shapes is what a pattern list tuned on train would be.
     """
-    grammar = _compiled(tuple(splits))
+    grammar = compiled_grammar(tuple(splits))
     headers = [(m.start(), m.end(), int(m[1]), m[2]) for m in _HEADER.finditer(text)]
     header_starts = [h[0] for h in headers]
     aliases: dict[str, tuple[str, Span]] = {}
     facts: list[Fact] = []
     prev: tuple[int, str] | None = None  # (end, text) of the previous sentence
-    for m in _SENTENCE.finditer(text):
+    for m in SENTENCE.finditer(text):
         sentence, start, end = m.group(), m.start(), m.end()
         if sentence in grammar.retractions:
             # A retraction cancels the statement right before it (same paragraph, one space).
@@ -251,7 +251,7 @@ _SENTENCE_CACHE = 1 << 14
 
 
 @lru_cache(maxsize=_SENTENCE_CACHE)
-def _read_intro(grammar: _Compiled, sentence: str) -> tuple[str, str] | None:
+def _read_intro(grammar: CompiledGrammar, sentence: str) -> tuple[str, str] | None:
     for pattern in grammar.intros:
         m = pattern.fullmatch(sentence)
         if m is not None:
@@ -261,7 +261,7 @@ def _read_intro(grammar: _Compiled, sentence: str) -> tuple[str, str] | None:
 
 @lru_cache(maxsize=_SENTENCE_CACHE)
 def _statement(
-    grammar: _Compiled, sentence: str
+    grammar: CompiledGrammar, sentence: str
 ) -> tuple[VerbPhrase, dict[str, str | None]] | None:
     """The verb phrase and slots of the relation a sentence asserts, or None (no relation, or
     a relation's shape that does not assert it)."""
@@ -287,7 +287,7 @@ def _statement(
     return None
 
 
-def _resolve(grammar: _Compiled, vp, m, span, antecedent, aliases, heading) -> Fact:
+def _resolve(grammar: CompiledGrammar, vp, m, span, antecedent, aliases, heading) -> Fact:
     """The fact of a matched statement, with pronouns and aliases resolved where the text
     allows (else ``resolved=False`` and the surface as written), and its chapter and date
     when ``heading`` has them."""
@@ -335,9 +335,9 @@ def _resolve(grammar: _Compiled, vp, m, span, antecedent, aliases, heading) -> F
 def read_aliases(text: str, *, splits: tuple[str, ...] = SPLITS) -> list[tuple[str, str, Span]]:
     """Every alias introduction in ``text``: (full name, alias with a lowercase "the", span of
     the introducing sentence), in text order."""
-    grammar = _compiled(tuple(splits))
+    grammar = compiled_grammar(tuple(splits))
     out = []
-    for m in _SENTENCE.finditer(text):
+    for m in SENTENCE.finditer(text):
         intro = _read_intro(grammar, m.group())
         if intro is not None:
             out.append((intro[0], _norm_alias(intro[1]), (m.start(), m.end())))

@@ -10,23 +10,14 @@ document: an honest planner may call them on what its readers returned.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
-from .core import normalize_answer
-from .intent import QuestionIntent
-
-
-class FactLike(Protocol):
-    relation: str
-    subject: str
-    value: str
-    detail: str | None
-    chapter: int | None
-
+from fathom_rlm.documents.tasks.core import normalize_answer
+from fathom_rlm.documents.tasks.intent import QuestionIntent
 
 # Chains as (relation, field) steps from the entity the question names: each step looks up the
 # fact of `relation` whose subject is the current entity and moves to its value (or detail).
-_STEPS: dict[str, tuple[tuple[str, str], ...]] = {
+CHAIN_STEPS: dict[str, tuple[tuple[str, str], ...]] = {
     "maker": (("maker", "value"),),
     "mentor": (("mentor", "value"),),
     "birthplace": (("birth", "value"),),
@@ -68,7 +59,7 @@ def _walk(intent: QuestionIntent, facts: Sequence[Any]) -> tuple[str | None, str
     current = _start(intent)
     if current is None:
         return None, None
-    for relation, field in _STEPS[intent.relation]:
+    for relation, field in CHAIN_STEPS[intent.relation]:
         found = {getattr(f, field) for f in _about(facts, relation, current)}
         found.discard(None)
         if len(found) != 1:
@@ -80,7 +71,7 @@ def _walk(intent: QuestionIntent, facts: Sequence[Any]) -> tuple[str | None, str
 def next_hop(intent: QuestionIntent, facts: Sequence[Any]) -> str | None:
     """For a chain: the entity the next fact to find is about (the named entity when nothing
     is known yet); None when the facts already answer the question or it is not a chain."""
-    if intent.relation not in _STEPS:
+    if intent.relation not in CHAIN_STEPS:
         return None
     return _walk(intent, facts)[1]
 
@@ -136,7 +127,7 @@ def answer_from_facts(intent: QuestionIntent, facts: Sequence[Any]) -> str | Non
     """The answer the facts settle, or None. Histories (temporal questions) are taken in text
     order with the first fact as the initial state, so they need the subject's full history."""
     rel = intent.relation
-    if rel in _STEPS:
+    if rel in CHAIN_STEPS:
         return _walk(intent, facts)[0]
     if rel in ("permit_holder", "marked_object"):
         kind = "permit" if rel == "permit_holder" else "mark"
