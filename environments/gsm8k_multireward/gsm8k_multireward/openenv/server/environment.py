@@ -1,69 +1,30 @@
-"""gsm8k-multireward as an OpenEnv environment, served by openenv-core's own server.
+"""gsm8k-multireward's OpenEnv environment: one session is one question.
 
-    python -m gsm8k_multireward.adapters.openenv --port 8000 --data PATH/TO/gsm8k/test.jsonl
-
-One session is one question: `reset` picks a row and returns its prompt (system message and
-question); the one action, `answer`, carries the model's reply (and, when the endpoint reported
-it, its completion tokens), which is graded by the core. The final observation carries the
-reward (`correct_answer` + `length_reward_weight` x `length_reward`) and both components under
-their names, so a trainer can normalise each (GDPO) or use the sum (GRPO).
+`reset` picks a row and returns its prompt (system message and question); the one action,
+`answer`, carries the model's reply (and, when the endpoint reported it, its completion tokens),
+which is graded by the core. The final observation carries the reward (`correct_answer` +
+`length_reward_weight` x `length_reward`) and both components under their names, so a trainer
+can normalise each (GDPO) or use the sum (GRPO).
 
 The math-verify pool is the server process's (one per process, workers started on the first
-grading) and closes with the server. The server runs behind `openenv_guard` (bearer tokens,
-per-client sessions, size, depth and argument checks, idle and life timeouts: see
-docs/serving.md); the data is loaded before it binds, so a bad `--data` fails at start.
+grading) and closes with the server (`close_graders`).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import random
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation, State
-from openenv_guard import (
-    GuardSettings,
-    RowResetArgs,
-    add_guard_arguments,
-    fail_at_start,
-    guard_app,
-    guard_settings,
-    serve,
-)
-from openenv_guard.middleware import ServingGuard
-from pydantic import Field
 
 from gsm8k_multireward.config import GSM8KConfig
 from gsm8k_multireward.data import build_prompt, load_examples
 from gsm8k_multireward.grading import MathGrader
+from gsm8k_multireward.openenv.models import Gsm8kAction, Gsm8kObservation, Gsm8kState
 from gsm8k_multireward.rewards import CORRECT_ANSWER, LENGTH_REWARD, REWARD, ascore_completion
-
-
-class Gsm8kAction(Action):
-    """The model's final reply to the question."""
-
-    tool: str = Field("answer", description="always 'answer'")
-    message: str = Field(description="the model's reply; graded on its last \\boxed{} answer")
-    completion_tokens: int | None = Field(
-        None, ge=0, description="the reply's completion tokens, if the endpoint reported them"
-    )
-
-
-class Gsm8kObservation(Observation):
-    messages: list[dict[str, Any]] = Field(default_factory=list, description="reset: prompt")
-    error: str | None = Field(None, description="set when the action was refused")
-    rewards: dict[str, float] = Field(default_factory=dict, description="done: components")
-
-
-class Gsm8kState(State):
-    task_index: int | None = None
-    question: str | None = None
-    done: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,7 +36,8 @@ _ROWS: dict[str, list[dict[str, Any]]] = {}
 _GRADERS: dict[tuple[int, float], MathGrader] = {}
 
 
-def _rows(config: GSM8KConfig) -> list[dict[str, Any]]:
+def load_rows(config: GSM8KConfig) -> list[dict[str, Any]]:
+    """The configured rows, loaded once per process and config."""
     key = repr(config)
     if key not in _ROWS:
         _ROWS[key] = load_examples(config)
@@ -123,7 +85,7 @@ class Gsm8kEnvironment(Environment[Gsm8kAction, Gsm8kObservation, Gsm8kState]):
     ) -> Gsm8kObservation:
         """Pose row `task_index` (else `seed` modulo the row count, else a random row)."""
         config = self.options.config
-        rows = await asyncio.to_thread(_rows, config)
+        rows = await asyncio.to_thread(load_rows, config)
         if task_index is not None and not 0 <= task_index < len(rows):
             raise ValueError(f"task_index must be in [0, {len(rows)}), got {task_index}")
         if task_index is None:
@@ -167,56 +129,4 @@ class Gsm8kEnvironment(Environment[Gsm8kAction, Gsm8kObservation, Gsm8kState]):
         return self._state
 
 
-def create_gsm8k_app(options: ServerOptions, settings: GuardSettings) -> ServingGuard:
-    """openenv-core's app for gsm8k-multireward behind the guard (with `/healthz`)."""
-    app = create_app(
-        lambda: Gsm8kEnvironment(options),
-        Gsm8kAction,
-        Gsm8kObservation,
-        env_name="gsm8k-multireward",
-        # Idle sessions are closed by the guard (it counts only time spent waiting for the
-        # client), so openenv-core's own reaper stays off.
-        concurrency_config=ConcurrencyConfig(max_concurrent_envs=settings.max_sessions),
-    )
-
-    async def close_process_resources() -> None:
-        await asyncio.to_thread(close_graders)
-
-    app.router.on_shutdown.append(close_process_resources)
-    return guard_app(app, settings, RowResetArgs, Gsm8kAction)
-
-
-def main(argv: list[str] | None = None) -> None:
-    defaults = GSM8KConfig()
-    parser = argparse.ArgumentParser(
-        prog="python -m gsm8k_multireward.adapters.openenv",
-        description="Serve gsm8k-multireward over OpenEnv (openenv-core HTTP + WebSocket).",
-    )
-    add_guard_arguments(parser, max_sessions=256)
-    parser.add_argument("--data", default=defaults.dataset_name, help="local JSONL or hub name")
-    parser.add_argument("--split", default=defaults.dataset_split)
-    parser.add_argument("--num-examples", type=int, default=None)
-    parser.add_argument(
-        "--length-threshold-tokens", type=int, default=defaults.length_threshold_tokens
-    )
-    parser.add_argument("--length-reward-weight", type=float, default=defaults.length_reward_weight)
-    args = parser.parse_args(argv)
-    settings = guard_settings(args)
-    config = replace(
-        defaults,
-        dataset_name=args.data,
-        dataset_split=args.split,
-        num_examples=args.num_examples,
-        length_threshold_tokens=args.length_threshold_tokens,
-        length_reward_weight=args.length_reward_weight,
-    )
-    try:  # the rows are loaded now, so bad data fails here and not at the first reset
-        if not _rows(config):
-            fail_at_start(f"--data {args.data} has no rows")
-    except Exception as exc:
-        fail_at_start(f"cannot load --data {args.data}: {' '.join(str(exc).split())[:300]}")
-    serve(create_gsm8k_app(ServerOptions(config), settings), settings, "gsm8k-multireward")
-
-
-if __name__ == "__main__":
-    main()
+__all__ = ["Gsm8kEnvironment", "ServerOptions", "close_graders", "load_rows"]
