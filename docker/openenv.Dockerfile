@@ -8,11 +8,11 @@
 #
 #   docker build -f docker/openenv.Dockerfile -t rl-envs-openenv .
 #   docker run -p 8000:8000 -v "$PWD/tokens.txt:/run/secrets/openenv_token:ro" \
-#       rl-envs-openenv fathom_rlm.adapters.openenv --host 0.0.0.0 --port 8000 \
+#       rl-envs-openenv fathom_rlm.openenv.server.app --host 0.0.0.0 --port 8000 \
 #       --llm-base-url http://POLICY_HOST:8001/v1 --llm-model MODEL
 #   docker run -p 8000:8000 -v "$PWD/tokens.txt:/run/secrets/openenv_token:ro" \
 #       -v /data/gsm8k:/data rl-envs-openenv \
-#       gsm8k_multireward.adapters.openenv --host 0.0.0.0 --port 8000 --data /data/test.jsonl
+#       gsm8k_multireward.openenv.server.app --host 0.0.0.0 --port 8000 --data /data/test.jsonl
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -39,5 +39,5 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
     CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"
 ENTRYPOINT ["python", "-m"]
-CMD ["fathom_rlm.adapters.openenv", "--host", "0.0.0.0", "--port", "8000", \
+CMD ["fathom_rlm.openenv.server.app", "--host", "0.0.0.0", "--port", "8000", \
      "--llm-base-url", "http://host.docker.internal:8001/v1", "--llm-model", "policy"]

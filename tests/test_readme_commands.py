@@ -144,7 +144,7 @@ RUNS: dict[str, Run] = {
     ),
     "openenv-server": Run(
         (
-            "uv run python -m fathom_rlm.adapters.openenv --port 8000 --llm-base-url URL "
+            "uv run python -m fathom_rlm.openenv.server.app --port 8000 --llm-base-url URL "
             "--llm-model MODEL",
         ),
         endpoint=True,
@@ -340,7 +340,7 @@ NOT_RUN: dict[str, str] = {
     ),
     (
         'docker run -p 8000:8000 -v "$PWD/tokens.txt:/run/secrets/openenv_token:ro" '
-        "fathom-openenv fathom_rlm.adapters.openenv --host 0.0.0.0 --port 8000 "
+        "fathom-openenv fathom_rlm.openenv.server.app --host 0.0.0.0 --port 8000 "
         "--llm-base-url http://POLICY_HOST:8001/v1 --llm-model MODEL"
     ): "needs the image docker build makes",
     (
@@ -538,15 +538,17 @@ NOT_RUN: dict[str, str] = {
     "uv run python -m envtools.policy_server --fathom-doc-tokens 16000": _SAME + "policy-server",
     "python scripts/validate_prime_rl.py --prime-rl PATH": "needs a prime-rl checkout",
     (
-        "uv run python -m gsm8k_multireward.adapters.openenv --port 8000 --data PATH/TO/gsm8k.jsonl"
+        "uv run python -m gsm8k_multireward.openenv.server.app --port 8000 "
+        "--data PATH/TO/gsm8k.jsonl"
     ): "needs the GSM8K data from the hub (PATH/TO stands for where it was saved)",
     (
-        "python -m gsm8k_multireward.adapters.openenv --port 8000 --data <gsm8k.jsonl>"
+        "python -m gsm8k_multireward.openenv.server.app --port 8000 --data <gsm8k.jsonl>"
     ): "after `pip install gsm8k-multireward[openenv]` (registry), with GSM8K data from the hub",
     (
-        "python -m fathom_rlm.adapters.openenv --port 8000 --llm-base-url <url> --llm-model <model>"
+        "python -m fathom_rlm.openenv.server.app --port 8000 --llm-base-url <url> "
+        "--llm-model <model>"
     ): "after `pip install fathom-rlm[openenv]` (registry); the openenv-server run starts it",
-    "uv run python -m fathom_rlm.adapters.openenv ...": _SAME + "openenv-server",
+    "uv run python -m fathom_rlm.openenv.server.app ...": _SAME + "openenv-server",
     "uv run eval gsm8k-multireward ...": _MENTION,
     "uv run eval": _MENTION,
     "python -I -S": "how the sandbox starts its worker interpreter (a description, not a command)",
@@ -790,11 +792,11 @@ def _module(program: str) -> object:
 
 # Programs whose documented arguments another test passes them, where importing them is slow.
 PARSED_ELSEWHERE = {
-    "gsm8k_multireward.adapters.openenv": (
+    "gsm8k_multireward.openenv.server.app": (
         "tests/gsm8k_multireward/test_openenv.py starts it with --port and --data "
         "(openenv-core takes some 15 s to import)"
     ),
-    "fathom_rlm.adapters.openenv": "the openenv-server run here starts it with these arguments",
+    "fathom_rlm.openenv.server.app": "the openenv-server run here starts it with these arguments",
 }
 PARSED = [
     command
@@ -814,7 +816,7 @@ def test_arguments_of_a_command_not_run_parse(
 ) -> None:
     """The command's own parser accepts the documented arguments (names, types, choices).
 
-    A program without a `build_parser()` (the OpenEnv servers, the predictability report) is
+    A program without a `build_parser()` (the predictability report) is
     asked for `--help` after the documented arguments, which parses them up to that point.
     """
     program, args = _project_call(command)  # type: ignore[misc]

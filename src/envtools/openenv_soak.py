@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from openenv_guard.client import TokenEnvClient
+from gsm8k_multireward.openenv import Gsm8kAction, Gsm8kEnvClient
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
@@ -46,10 +46,10 @@ def gold_replies(data: Path) -> list[str]:
 async def honest_session(url: str, index: int, replies: list[str]) -> float:
     """One honest episode; its wall time. Raises if anything about it is wrong."""
     started = time.perf_counter()
-    async with TokenEnvClient(url, token=HONEST) as env:
+    async with Gsm8kEnvClient(url, token=HONEST) as env:
         await env.reset(task_index=index % len(replies))
-        result = await env.step({"message": replies[index % len(replies)]})
-    if not result.done or result.observation["rewards"]["correct_answer"] != 1.0:
+        result = await env.step(Gsm8kAction(message=replies[index % len(replies)]))
+    if not result.done or result.observation.rewards["correct_answer"] != 1.0:
         raise AssertionError(f"honest session {index} scored {result.observation}")
     return time.perf_counter() - started
 
@@ -109,7 +109,7 @@ async def _declared_200_mb(url: str) -> str:
 
 
 async def _idle_hog(url: str, idle_s: float) -> str:
-    env = TokenEnvClient(url, token=HOSTILE)
+    env = Gsm8kEnvClient(url, token=HOSTILE)
     try:
         await env.reset(task_index=0)
         await asyncio.sleep(idle_s)
@@ -127,7 +127,7 @@ async def _idle_hog(url: str, idle_s: float) -> str:
 async def _session_flood(url: str, count: int = 40) -> str:
     """Hold `count` sessions open at once under one token: the per-client limit must refuse
     some of them."""
-    clients = [TokenEnvClient(url, token=HOSTILE) for _ in range(count)]
+    clients = [Gsm8kEnvClient(url, token=HOSTILE) for _ in range(count)]
     try:
         results = await asyncio.gather(
             *(c.reset(task_index=0) for c in clients), return_exceptions=True
@@ -138,7 +138,7 @@ async def _session_flood(url: str, count: int = 40) -> str:
 
 
 async def _dropped_episode(url: str) -> str:
-    env = TokenEnvClient(url, token=HOSTILE)
+    env = Gsm8kEnvClient(url, token=HOSTILE)
     await env.reset(task_index=1)
     assert env._ws is not None
     env._ws.transport.abort()  # gone without a close frame
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         log = open(Path(tmp) / "server.log", "w")  # noqa: SIM115 - closed with the server
         server = subprocess.Popen(
             [
-                *(sys.executable, "-m", "gsm8k_multireward.adapters.openenv"),
+                *(sys.executable, "-m", "gsm8k_multireward.openenv.server.app"),
                 *("--data", str(args.data), "--port", str(port), "--token-file", str(tokens)),
                 *("--max-sessions", "64", "--idle-timeout", str(args.idle_timeout)),
             ],

@@ -1,6 +1,7 @@
-"""gsm8k-multireward over OpenEnv: the server command on 127.0.0.1, driven by openenv-core's own
-client. Each answer gets the rewards the core computes for the same reply; bad actions get clear
-errors; 32 concurrent sessions run, and stopping the server leaves nothing behind.
+"""gsm8k-multireward over OpenEnv: the server command on 127.0.0.1, driven by the environment's
+typed client (`Gsm8kEnvClient`) and, for malformed actions, by openenv-core's generic client.
+Each answer gets the rewards the core computes for the same reply; bad actions get clear errors;
+32 concurrent sessions run, and stopping the server leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 from gsm8k_multireward import GSM8KConfig, MathGrader, score_completion
+from gsm8k_multireward.openenv import Gsm8kAction, Gsm8kEnvClient, Gsm8kObservation
 from openenv.core.generic_client import GenericEnvClient
 
 from envtools.policies.gsm8k import Gsm8kPolicy
@@ -28,7 +30,7 @@ def server(module_openenv_server: Any) -> Any:
     """The gsm8k OpenEnv server, shared by this module's tests."""
     return module_openenv_server(
         [
-            "gsm8k_multireward.adapters.openenv",
+            "gsm8k_multireward.openenv.server.app",
             *("--data", str(FIXTURE), "--length-reward-weight", str(WEIGHT)),
         ]
     )
@@ -37,13 +39,14 @@ def server(module_openenv_server: Any) -> Any:
 async def answer(url: str, task_index: int, style: str) -> tuple[Any, str, int, str]:
     """One episode: reset, the ladder rung's reply as the answer action."""
     policy = Gsm8kPolicy(style, data_path=FIXTURE)
-    async with GenericEnvClient(base_url=url) as env:
+    async with Gsm8kEnvClient(url) as env:
         reset = await env.reset(task_index=task_index)
-        messages = reset.observation["messages"]
+        assert isinstance(reset.observation, Gsm8kObservation) and not reset.done
+        messages = reset.observation.messages
         reply = await policy.respond(messages, None)
         tokens = reply.usage["completion_tokens"]
         content = reply.message["content"]
-        result = await env.step({"message": content, "completion_tokens": tokens})
+        result = await env.step(Gsm8kAction(message=content, completion_tokens=tokens))
         return result, content, tokens, messages[-1]["content"]
 
 
@@ -53,9 +56,9 @@ def test_answers_score_as_the_core(server: Any, grader: MathGrader) -> None:
     for index, style in enumerate(STYLES * 2):
         result, content, tokens, question = asyncio.run(answer(server.url, index % 6, style))
         core = score_completion(content, golds[question], grader, config, reported_tokens=tokens)
-        assert result.done
-        assert result.reward == pytest.approx(core["reward"])
-        assert result.observation["rewards"] == {
+        assert result.done and result.observation.done
+        assert result.reward == pytest.approx(core["reward"]) == result.observation.reward
+        assert result.observation.rewards == {
             "correct_answer": core["correct_answer"],
             "length_reward": core["length_reward"],
         }
@@ -69,6 +72,7 @@ def _rows() -> list[dict[str, Any]]:
 
 
 async def _bad_actions(url: str) -> list[dict[str, Any]]:
+    # Raw dictionaries, as any client may send them: what is tested is the server's own checks.
     async with GenericEnvClient(base_url=url) as env:
         with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
             await env.step({"message": "\\boxed{1}"})
@@ -98,7 +102,7 @@ def test_32_concurrent_sessions_leave_nothing(server: Any) -> None:
 
     results = asyncio.run(run_all())
     assert all(result.done for result, *_ in results)
-    correct = [result.observation["rewards"]["correct_answer"] for result, *_ in results]
+    correct = [result.observation.rewards["correct_answer"] for result, *_ in results]
     assert correct == [1.0 if STYLES[i % 4] in ("gold", "verbose") else 0.0 for i in range(32)]
     assert server.stop() == {}
     # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal to exit by it.

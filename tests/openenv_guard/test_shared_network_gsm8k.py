@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
+from gsm8k_multireward.openenv import Gsm8kAction, Gsm8kEnvClient
 from openenv_guard.client import TokenEnvClient
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -43,7 +44,7 @@ def server(module_openenv_server: Any, tmp_path_factory: pytest.TempPathFactory)
     tokens.write_text(f"# one token per client\n{HONEST}\n{HOSTILE}\n")
     return module_openenv_server(
         [
-            "gsm8k_multireward.adapters.openenv",
+            "gsm8k_multireward.openenv.server.app",
             *("--data", str(FIXTURE), "--token-file", str(tokens)),
             *("--max-sessions", "8", "--max-sessions-per-client", str(PER_CLIENT)),
             *("--idle-timeout", str(IDLE_S)),
@@ -161,7 +162,7 @@ def test_every_route_but_healthz_needs_a_valid_token(server: Any) -> None:
         assert http.get("/schema", headers=auth(HONEST)).status_code == 200
 
     async def handshake(token: str | None) -> None:
-        async with TokenEnvClient(server.url, token=token) as env:
+        async with Gsm8kEnvClient(server.url, token=token) as env:
             await env.reset(task_index=0)
 
     for token in (None, "not-a-token-0123456789abcdef"):
@@ -272,7 +273,7 @@ def test_one_client_cannot_lock_the_others_out(server: Any) -> None:
     create = {"jsonrpc": "2.0", "method": "openenv/session/create", "params": {}, "id": 1}
 
     async def scenario() -> tuple[Any, list[int | None], Any]:
-        hogs = [TokenEnvClient(server.url, token=HOSTILE) for _ in range(PER_CLIENT)]
+        hogs = [Gsm8kEnvClient(server.url, token=HOSTILE) for _ in range(PER_CLIENT)]
         for hog in hogs:
             await hog.reset(task_index=0)
         ws_url = server.url.replace("http", "ws") + "/ws"
@@ -285,9 +286,9 @@ def test_one_client_cannot_lock_the_others_out(server: Any) -> None:
         async with httpx.AsyncClient(base_url=server.url, headers=auth(HOSTILE)) as http:
             for _ in range(64):  # openenv-core's session creation over /mcp: closed here
                 one_line_error(await http.post("/mcp", json=create), 404, "CLOSED_ROUTE")
-        async with TokenEnvClient(server.url, token=HONEST) as env:
+        async with Gsm8kEnvClient(server.url, token=HONEST) as env:
             await env.reset(task_index=1)
-            honest = await env.step({"message": gold_reply(1)})
+            honest = await env.step(Gsm8kAction(message=gold_reply(1)))
         await asyncio.sleep(IDLE_S + 1.0)  # the hogs say nothing: the guard closes them
         codes = []
         for hog in hogs:
@@ -295,14 +296,14 @@ def test_one_client_cannot_lock_the_others_out(server: Any) -> None:
                 await hog._ws.recv()  # their idle-timeout notice was sent before the close
                 await hog._ws.recv()
             codes.append(closed.value.rcvd.code if closed.value.rcvd else None)
-        async with TokenEnvClient(server.url, token=HOSTILE) as again:
+        async with Gsm8kEnvClient(server.url, token=HOSTILE) as again:
             freed = await again.reset(task_index=2)
         return honest, codes, freed
 
     honest, codes, freed = asyncio.run(scenario())
-    assert honest.done and honest.observation["rewards"]["correct_answer"] == 1.0
+    assert honest.done and honest.observation.rewards["correct_answer"] == 1.0
     assert codes == [4408] * PER_CLIENT
-    assert freed.observation["messages"]
+    assert freed.observation.messages
 
 
 class contextlib_suppress:
@@ -330,6 +331,6 @@ def test_configuration_errors_fail_at_start_in_one_line(
 ) -> None:
     """The command's own `main`, in-process (its start-up takes seconds of imports): each bad
     configuration exits 2 with one line before anything binds, not at the first reset."""
-    from gsm8k_multireward.adapters.openenv import main
+    from gsm8k_multireward.openenv.server.app import main
 
     assert message in start_failure(main, ["--data", str(FIXTURE), *argv], environ)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DEFAULT_SYSTEM_PROMPT = (
     "Solve the math word problem. Think step by step, then give the final answer as a plain "
@@ -24,30 +24,73 @@ prompt and the weights)."""
 
 @dataclass
 class GSM8KConfig:
-    """Arguments of the gsm8k-multireward environment."""
+    """Arguments of the gsm8k-multireward environment (each documented by its `help` metadata,
+    from which the v1 taskset config and the OpenEnv server's flags are derived)."""
 
-    dataset_name: str = "openai/gsm8k"
-    """Hub dataset id, or a local .jsonl file (a directory stands for `<dir>/<split>.jsonl`)."""
-    dataset_subset: str = "main"
-    """Hub dataset configuration (GSM8K's are "main" and "socratic")."""
-    dataset_split: str = "train"
-    """Dataset split to serve, e.g. "train" or "test"."""
-    system_prompt: str | None = None
-    """None sends `DEFAULT_SYSTEM_PROMPT` (it asks for the answer in `\\boxed{}`, which is what
-    the grader reads); an empty string sends no system message."""
-    length_threshold_tokens: int | None = 1024
-    """The length reward is 1 for a correct answer of at most this many completion tokens, else
-    0; None disables it (it is then always 0.0)."""
-    length_reward_weight: float = 1.0
-    """Weight of the length reward in the total reward (correctness has weight 1)."""
-    chars_per_token: float = 4.0
-    """Characters per token when the API reports no completion-token count."""
-    math_verify_max_workers: int = 10
-    """Worker processes that run math-verify (its parser can hang, so it runs out of process)."""
-    math_verify_timeout: float = 5.0
-    """Seconds one math-verify call may take; an answer that runs past it scores 0."""
-    num_examples: int | None = None
-    """Rows served from the split; None serves the whole split."""
+    dataset_name: str = field(
+        default="openai/gsm8k",
+        metadata={
+            "help": (
+                "Hub dataset id, or a local .jsonl file (a directory stands for "
+                "`<dir>/<split>.jsonl`)."
+            )
+        },
+    )
+    dataset_subset: str = field(
+        default="main",
+        metadata={"help": 'Hub dataset configuration (GSM8K\'s are "main" and "socratic").'},
+    )
+    dataset_split: str = field(
+        default="train",
+        metadata={"help": 'Dataset split to serve, e.g. "train" or "test".'},
+    )
+    system_prompt: str | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "None sends `DEFAULT_SYSTEM_PROMPT` (it asks for the answer in `\\boxed{}`, which "
+                "is what the grader reads); an empty string sends no system message."
+            )
+        },
+    )
+    length_threshold_tokens: int | None = field(
+        default=1024,
+        metadata={
+            "help": (
+                "The length reward is 1 for a correct answer of at most this many completion "
+                "tokens, else 0; None disables it (it is then always 0.0)."
+            )
+        },
+    )
+    length_reward_weight: float = field(
+        default=1.0,
+        metadata={
+            "help": ("Weight of the length reward in the total reward (correctness has weight 1).")
+        },
+    )
+    chars_per_token: float = field(
+        default=4.0,
+        metadata={"help": "Characters per token when the API reports no completion-token count."},
+    )
+    math_verify_max_workers: int = field(
+        default=10,
+        metadata={
+            "help": (
+                "Worker processes that run math-verify (its parser can hang, so it runs out of "
+                "process)."
+            )
+        },
+    )
+    math_verify_timeout: float = field(
+        default=5.0,
+        metadata={
+            "help": ("Seconds one math-verify call may take; an answer that runs past it scores 0.")
+        },
+    )
+    num_examples: int | None = field(
+        default=None,
+        metadata={"help": "Rows served from the split; None serves the whole split."},
+    )
 
     def __post_init__(self) -> None:
         self.validate()

@@ -2,6 +2,8 @@
 limits, `middleware` for where they are enforced, `quotas` for model-endpoint budgets)."""
 
 from openenv_guard.app import RowResetArgs, add_error_handlers, guard_app, serve
+from openenv_guard.client import TokenClient, TokenEnvClient
+from openenv_guard.flags import add_config_arguments, config_values
 from openenv_guard.middleware import ServingGuard
 from openenv_guard.quotas import (
     Client,
@@ -31,9 +33,13 @@ __all__ = [
     "RowResetArgs",
     "ServingGuard",
     "SessionBudget",
+    "TokenClient",
+    "TokenEnvClient",
+    "add_config_arguments",
     "add_error_handlers",
     "add_guard_arguments",
     "check_endpoint_url",
+    "config_values",
     "current_client",
     "fail_at_start",
     "guard_app",

@@ -15,8 +15,15 @@ import json
 from typing import Any
 
 import pytest
+from fathom_rlm.adapters.endpoint import Endpoint
 from fathom_rlm.adapters.scoring import load_document
-from fathom_rlm.adapters.trl import REWARD_KEYS, final_message, load_trl_environment
+from fathom_rlm.adapters.trl import (
+    REWARD_KEYS,
+    check_arguments,
+    final_message,
+    load_trl_environment,
+    sub_call_endpoint,
+)
 from fathom_rlm.documents import TaskRecord
 
 from envtools.policies.registry import get_policy
@@ -148,6 +155,20 @@ def test_missing_sub_call_endpoint_is_a_clear_error() -> None:
         load_trl_environment(split="eval", num_examples=1, doc_tokens=4_000)
     with pytest.raises(TypeError, match="unknown arguments"):
         load_trl_environment(no_such=1, sub_base_url="http://127.0.0.1:9", sub_model="m")
+
+
+def test_the_sub_call_endpoint_is_the_shared_endpoint_config_under_sub_names() -> None:
+    url = "http://127.0.0.1:9/v1"
+    # TRL's defaults: the OpenAI key variable, 120 s, one timeout for connecting and answering.
+    assert sub_call_endpoint({"sub_base_url": url, "sub_model": "m"}) == Endpoint(
+        url, "m", "OPENAI_API_KEY", 120.0, None
+    )
+    given = {"sub_api_key_var": "K", "sub_timeout_s": "30", "sub_connect_timeout_s": 5}
+    assert sub_call_endpoint({"sub_base_url": url, "sub_model": "m", **given}) == Endpoint(
+        url, "m", "K", 30.0, 5.0
+    )
+    with pytest.raises(ValueError, match=r"sub_timeout_s must be > 0, got 0\.0"):
+        check_arguments(sub_base_url=url, sub_model="m", sub_timeout_s=0)
 
 
 def test_the_trl_extra_requires_a_release_with_environment_factory() -> None:

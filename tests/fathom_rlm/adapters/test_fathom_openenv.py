@@ -1,4 +1,6 @@
-"""fathom-rlm over OpenEnv: the server command on 127.0.0.1, driven by openenv-core's own client.
+"""fathom-rlm over OpenEnv: the server command on 127.0.0.1, driven by the environment's typed
+client (`FathomEnvClient`, an openenv-core `EnvClient`) and, for malformed actions, by
+openenv-core's generic client.
 
 * A scripted episode (the reference policy called in the test, its tool calls sent as actions,
   its `llm` sub-calls made by the server to the scripted policy server) gets the reward and every
@@ -22,9 +24,9 @@ import httpx
 import pytest
 from fathom_rlm.agent.chat import chars_to_tokens, message_chars, schema_chars
 from fathom_rlm.agent.turns import normalize_assistant
+from fathom_rlm.openenv import FathomAction, FathomEnvClient, FathomObservation, FathomState
 from fathom_rlm.rewards import COMPONENT_NAMES, METRIC_NAMES, REWARD_NAME
 from openenv.core.generic_client import GenericEnvClient
-from websockets.asyncio.client import connect as ws_connect
 
 from envtools.policies.registry import get_policy
 
@@ -43,11 +45,11 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def server(module_openenv_server: Any, kit: Any, policy_url: str) -> Any:
-    """`python -m fathom_rlm.adapters.openenv` on a free loopback port, shared by this module's
+    """`python -m fathom_rlm.openenv.server.app` on a free loopback port, shared by this module's
     tests (each test's sessions end before the next starts)."""
     return module_openenv_server(
         [
-            "fathom_rlm.adapters.openenv",
+            "fathom_rlm.openenv.server.app",
             *("--llm-base-url", policy_url, "--llm-model", POLICY),
             *("--doc-tokens", str(kit.doc_tokens), "--num-examples", str(NUM_EXAMPLES)),
         ],
@@ -63,22 +65,6 @@ def sandbox_dirs(server: Any) -> list[str]:
     return sorted(p.name for p in server.tmp.rglob("fathom-sandbox-*"))
 
 
-class PatientClient(GenericEnvClient):
-    """OpenEnv's generic client with the WebSocket keepalive ping off. On a busy shared 2-core
-    machine, a test process running 32 scripted policies and the policy server can be starved
-    for longer than the 20 s pong deadline; that would be a test artefact, not a server fault."""
-
-    async def connect(self) -> PatientClient:
-        if self._ws is None:
-            self._ws = await ws_connect(
-                self._ws_url,
-                open_timeout=self._connect_timeout,
-                max_size=self._max_message_size,
-                ping_interval=None,
-            )
-        return self
-
-
 def _reported_usage(request: list[dict], tools: list[dict], message: dict) -> dict[str, int]:
     """What a real endpoint reports as usage; the scripted policy reports none, so this is the
     in-process loop's own estimate of the same call (characters / 4), sent with the action."""
@@ -90,19 +76,20 @@ def _reported_usage(request: list[dict], tools: list[dict], message: dict) -> di
 
 
 async def play(
-    url: str,
-    task_index: int,
-    *,
-    stop_after: int | None = None,
-    client: type[GenericEnvClient] = GenericEnvClient,
+    url: str, task_index: int, *, stop_after: int | None = None, patient: bool = False
 ) -> Any:
-    """One episode of the reference policy through OpenEnv's client; returns the last result.
-    `stop_after` disconnects after that many actions, mid-episode."""
+    """One episode of the reference policy through the typed client; returns the last result.
+    `stop_after` disconnects after that many actions, mid-episode. A `patient` client sends no
+    WebSocket keepalive ping: on a busy shared 2-core machine, a test process running 32
+    scripted policies and the policy server can be starved for longer than the 20 s pong
+    deadline, which would be a test artefact, not a server fault."""
     policy = get_policy(POLICY)
-    async with client(base_url=url, message_timeout_s=300) as env:
+    ping = None if patient else 20.0
+    async with FathomEnvClient(url, message_timeout_s=300, ping_interval_s=ping) as env:
         result = await env.reset(task_index=task_index)
-        messages = list(result.observation["messages"])
-        tools = result.observation["tools"]
+        assert isinstance(result.observation, FathomObservation)
+        messages = list(result.observation.messages)
+        tools = result.observation.tools
         actions = 0
         for turn in range(100):
             request = list(messages)
@@ -111,14 +98,14 @@ async def play(
             assistant, calls = normalize_assistant(reply.message, turn)
             messages.append(assistant)
             if not calls:
-                action = {"tool": "answer", "message": assistant["content"], "usage": usage}
-                return await env.step(action)
+                answer = FathomAction(tool="answer", message=assistant["content"], usage=usage)
+                return await env.step(answer)
             for index, call in enumerate(calls):
                 raw = call.arguments
                 arguments = json.loads(raw) if isinstance(raw, str) else dict(raw or {})
-                action = {"tool": call.name, **arguments, "call_index": index}
                 if index == 0:
-                    action["usage"] = usage
+                    arguments["usage"] = usage
+                action = FathomAction(tool=call.name, call_index=index, **arguments)
                 result = await env.step(action)
                 actions += 1
                 if stop_after is not None and actions >= stop_after:
@@ -129,7 +116,7 @@ async def play(
                     {
                         "role": "tool",
                         "tool_call_id": call.id,
-                        "content": result.observation["output"],
+                        "content": result.observation.output,
                     }
                 )
     raise AssertionError("the episode did not end")
@@ -144,15 +131,17 @@ def test_scripted_episode_matches_in_process_loop(
         want = kit.replay_scores(row, POLICY)
         obs = result.observation
         assert result.reward == pytest.approx(want[REWARD_NAME]), row.question
-        assert obs["rewards"] == pytest.approx({k: want[k] for k in COMPONENT_NAMES})
-        assert obs["metrics"] == pytest.approx({k: want[k] for k in METRIC_NAMES})
-        assert obs["ended_by"] == "answer"
+        assert obs.done and obs.reward == result.reward
+        assert obs.rewards == pytest.approx({k: want[k] for k in COMPONENT_NAMES})
+        assert obs.metrics == pytest.approx({k: want[k] for k in METRIC_NAMES})
+        assert obs.ended_by == "answer"
     assert any(kit.replay_scores(row, POLICY)[REWARD_NAME] > 0.5 for row in eval_rows), (
         "the reference policy must be rewarded, or the comparison proves little"
     )
 
 
 async def _bad_actions(url: str) -> list[Any]:
+    # Raw dictionaries, as any client may send them: what is tested is the server's own checks.
     seen: list[Any] = []
     async with GenericEnvClient(base_url=url) as env:
         with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
@@ -183,22 +172,23 @@ async def _bad_actions(url: str) -> list[Any]:
     return seen
 
 
-async def _two_sessions(url: str) -> tuple[str, str, str]:
-    async with GenericEnvClient(base_url=url) as first, GenericEnvClient(base_url=url) as second:
+async def _two_sessions(url: str) -> tuple[str, str, FathomState]:
+    async with FathomEnvClient(url) as first, FathomEnvClient(url) as second:
         await first.reset(task_index=0)
         await second.reset(task_index=0)
-        await first.step({"tool": "repl", "code": "secret = 41"})
-        other = await second.step({"tool": "repl", "code": "print(secret)"})
-        mine = await first.step({"tool": "repl", "code": "print(secret + 1)"})
+        await first.step(FathomAction(tool="repl", code="secret = 41"))
+        other = await second.step(FathomAction(tool="repl", code="print(secret)"))
+        mine = await first.step(FathomAction(tool="repl", code="print(secret + 1)"))
         state = await first.state()
-        return other.observation["output"], mine.observation["output"], json.dumps(state)
+        return other.observation.output, mine.observation.output, state
 
 
 def test_sessions_are_isolated_and_openenv_routes_answer(server: Any) -> None:
     other, mine, state = asyncio.run(_two_sessions(server.url))
     assert "secret" in other and other.startswith("Error")  # the other session's REPL
     assert mine.strip() == "42"
-    assert '"step_count": 2' in state and '"task_index": 0' in state
+    assert isinstance(state, FathomState)
+    assert state.step_count == 2 and state.task_index == 0 and not state.done
     schema = httpx.get(f"{server.url}/schema", timeout=30).json()
     assert {"tool", "code", "prompt", "slice", "message"} <= set(schema["action"]["properties"])
     assert httpx.get(f"{server.url}/health", timeout=30).json()["status"] == "healthy"
@@ -220,7 +210,7 @@ def test_bad_actions_get_clear_errors(server: Any) -> None:
 
 async def _many_sessions(url: str, sessions: int) -> list[Any]:
     runs = [
-        play(url, i % NUM_EXAMPLES, stop_after=2 if i % 4 == 3 else None, client=PatientClient)
+        play(url, i % NUM_EXAMPLES, stop_after=2 if i % 4 == 3 else None, patient=True)
         for i in range(sessions)
     ]
     return await asyncio.gather(*runs)

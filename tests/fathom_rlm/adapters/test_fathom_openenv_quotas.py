@@ -15,10 +15,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from fathom_rlm.adapters.openenv import main
 from fathom_rlm.agent import RolloutCaps
 from fathom_rlm.agent.prompts import reader_message, reader_system_prompt
-from openenv_guard.client import TokenEnvClient
+from fathom_rlm.openenv import FathomAction, FathomEnvClient
+from fathom_rlm.openenv.server.app import main
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
@@ -71,7 +71,7 @@ def server(
     tokens.write_text(f"{OTHER_TOKEN}\n")  # beside $OPENENV_TOKEN: a second client
     return module_openenv_server(
         [
-            "fathom_rlm.adapters.openenv",
+            "fathom_rlm.openenv.server.app",
             *("--llm-base-url", policy_url, "--llm-model", "fathom-reference"),
             *("--llm-api-key-var", "FATHOM_ENDPOINT_KEY", "--max-depth", "1"),
             *("--doc-tokens", "16000", "--num-examples", "1", "--token-file", str(tokens)),
@@ -85,25 +85,25 @@ def server(
     )
 
 
-async def sub_calls(env: Any, count: int, slice_: str = SLICE) -> list[str]:
+async def sub_calls(env: FathomEnvClient, count: int, slice_: str = SLICE) -> list[str]:
     outputs = []
     for _ in range(count):
-        result = await env.step({"tool": "llm", "prompt": PROMPT, "slice": slice_})
-        outputs.append(result.observation["output"])
+        result = await env.step(FathomAction(tool="llm", prompt=PROMPT, slice=slice_))
+        outputs.append(result.observation.output)
     return outputs
 
 
 def test_session_and_client_quotas_hold_and_the_episode_goes_on(server: Any) -> None:
     async def scenario() -> tuple[list[str], str, list[str], Any]:
-        async with TokenEnvClient(server.url, token=TOKEN) as first:
+        async with FathomEnvClient(server.url, token=TOKEN) as first:
             await first.reset(task_index=0)
             outputs = await sub_calls(first, 3)
-            code = await first.step({"tool": "repl", "code": "print(len(doc) > 0)"})
-            repl = code.observation["output"]
-        async with TokenEnvClient(server.url, token=TOKEN) as second:
+            code = await first.step(FathomAction(tool="repl", code="print(len(doc) > 0)"))
+            repl = code.observation.output
+        async with FathomEnvClient(server.url, token=TOKEN) as second:
             await second.reset(task_index=0)  # a new session: its own budget, the same client
             later = await sub_calls(second, 2)
-            final = await second.step({"tool": "answer", "message": "<answer>x</answer>"})
+            final = await second.step(FathomAction(tool="answer", message="<answer>x</answer>"))
         return outputs, repl, later, final
 
     outputs, repl, later, final = asyncio.run(scenario())
@@ -112,7 +112,7 @@ def test_session_and_client_quotas_hold_and_the_episode_goes_on(server: Any) -> 
     assert "True" in repl  # the session went on after the refusal
     assert not later[0].startswith("Error:")  # the client's third sub-call
     assert later[1].startswith("Error: this client's sub-call quota (3 per 3600 s)")
-    assert final.done and "correctness" in final.observation["rewards"]
+    assert final.done and "correctness" in final.observation.rewards
 
 
 def test_the_client_endpoint_token_quota_holds_and_the_episode_goes_on(
@@ -124,15 +124,15 @@ def test_the_client_endpoint_token_quota_holds_and_the_episode_goes_on(
     client = charges["client"]
 
     async def scenario() -> tuple[list[str], list[str], str, Any]:
-        async with TokenEnvClient(server.url, token=OTHER_TOKEN) as first:
+        async with FathomEnvClient(server.url, token=OTHER_TOKEN) as first:
             await first.reset(task_index=0)
             allowed = await sub_calls(first, 1, LONG_SLICE)
-        async with TokenEnvClient(server.url, token=OTHER_TOKEN) as second:
+        async with FathomEnvClient(server.url, token=OTHER_TOKEN) as second:
             await second.reset(task_index=0)
             refused = await sub_calls(second, 1, LONG_SLICE)
-            code = await second.step({"tool": "repl", "code": "print(len(doc) > 0)"})
-            final = await second.step({"tool": "answer", "message": "<answer>x</answer>"})
-        return allowed, refused, code.observation["output"], final
+            code = await second.step(FathomAction(tool="repl", code="print(len(doc) > 0)"))
+            final = await second.step(FathomAction(tool="answer", message="<answer>x</answer>"))
+        return allowed, refused, code.observation.output, final
 
     allowed, refused, repl, final = asyncio.run(scenario())
     assert not allowed[0].startswith("Error:")
@@ -140,7 +140,7 @@ def test_the_client_endpoint_token_quota_holds_and_the_episode_goes_on(
         f"Error: this client's endpoint-token quota ({client} per 3600 s) is used up;"
     )
     assert "True" in repl  # the session went on after the refusal
-    assert final.done and "correctness" in final.observation["rewards"]
+    assert final.done and "correctness" in final.observation.rewards
 
 
 def test_a_session_past_its_maximum_life_is_closed_while_active(server: Any) -> None:
@@ -174,9 +174,9 @@ def test_a_session_past_its_maximum_life_is_closed_while_active(server: Any) -> 
         raise AssertionError(f"still open after {SESSION_LIFE_S + 20:g} s")
 
     async def new_session() -> Any:
-        async with TokenEnvClient(server.url, token=TOKEN) as env:
+        async with FathomEnvClient(server.url, token=TOKEN) as env:
             await env.reset(task_index=0)
-            return await env.step({"tool": "answer", "message": "<answer>x</answer>"})
+            return await env.step(FathomAction(tool="answer", message="<answer>x</answer>"))
 
     closed_at, last_answered, answered, notice, code = asyncio.run(active_session())
     assert notice["data"]["code"] == "SESSION_LIFE", notice
@@ -184,12 +184,12 @@ def test_a_session_past_its_maximum_life_is_closed_while_active(server: Any) -> 
     assert closed_at >= SESSION_LIFE_S  # not before its life was over
     assert answered >= 3 and last_answered >= SESSION_LIFE_S / 2  # active until near the end
     final = asyncio.run(new_session())
-    assert final.done and "correctness" in final.observation["rewards"]
+    assert final.done and "correctness" in final.observation.rewards
 
 
 def test_clients_without_the_token_never_reach_a_session(server: Any) -> None:
     async def attempt(token: str | None) -> None:
-        async with TokenEnvClient(server.url, token=token) as env:
+        async with FathomEnvClient(server.url, token=token) as env:
             await env.reset(task_index=0)
 
     for token in (None, "x" * 30):

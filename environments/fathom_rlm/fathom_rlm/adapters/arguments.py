@@ -1,9 +1,9 @@
 """The environment's arguments, shared by every adapter: which rows to serve and the rollout caps.
 
 `FathomArguments` is the one list of them. Its caps are `RolloutCaps`' own fields (inherited,
-with their defaults and documentation), so a new cap becomes an argument without being written
-again; legacy `-a '{...}'` kwargs, the v1 taskset config (generated from this class in
-`adapters.v1`) and the TRL factory all take these names.
+with their defaults and `help` metadata), so a new cap becomes an argument without being written
+again; legacy `-a '{...}'` kwargs, the v1 taskset config and the OpenEnv server's flags (both
+derived from these fields) and the TRL factory all take these names.
 """
 
 from __future__ import annotations
@@ -27,18 +27,48 @@ FamilyName = Literal[tuple(FAMILIES)]  # type: ignore[valid-type]  # the core's 
 class FathomArguments(RolloutCaps):
     """Everything `vf-eval -a` (legacy), `--env.taskset.*` (v1) or the TRL factory can set."""
 
-    sandbox: None = field(default=None, init=False, repr=False)
-    """Not an argument: the sandbox keeps its defaults (`RolloutCaps.sandbox`)."""
-    split: Split = "eval"
-    """"train", "eval" or "heldout" (the held-out split is built only when named)."""
-    num_examples: int | None = None
-    """Rows served from the split; None serves the whole split."""
-    doc_tokens: int = 200_000
-    """Document length in tokens (characters / 4); lower it for a curriculum or a quick run."""
-    family_mix: dict[FamilyName, float] | None = None
-    """Relative weights of the task families; None uses the split's default mix."""
-    sub_max_completion_tokens: int | None = None
-    """Completion-token cap sent with every sub-call; None leaves the run's sampling as it is."""
+    sandbox: None = field(
+        default=None,
+        init=False,
+        repr=False,
+        metadata={
+            "help": "Not an argument: the sandbox keeps its defaults (`RolloutCaps.sandbox`)."
+        },
+    )
+    split: Split = field(
+        default="eval",
+        metadata={
+            "help": '"train", "eval" or "heldout" (the held-out split is built only when named).'
+        },
+    )
+    num_examples: int | None = field(
+        default=None,
+        metadata={"help": "Rows served from the split; None serves the whole split."},
+    )
+    doc_tokens: int = field(
+        default=200_000,
+        metadata={
+            "help": (
+                "Document length in tokens (characters / 4); lower it for a curriculum or a "
+                "quick run."
+            )
+        },
+    )
+    family_mix: dict[FamilyName, float] | None = field(
+        default=None,
+        metadata={
+            "help": "Relative weights of the task families; None uses the split's default mix."
+        },
+    )
+    sub_max_completion_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "Completion-token cap sent with every sub-call; None leaves the run's sampling as "
+                "it is."
+            )
+        },
+    )
 
     def __post_init__(self) -> None:
         # Checked here, not when the split is built: a launcher's config check and prime-rl's

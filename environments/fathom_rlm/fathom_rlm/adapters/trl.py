@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import urllib.request
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from fathom_rlm.adapters.arguments import FathomArguments
+from fathom_rlm.adapters.endpoint import Endpoint, per_call_chat
 from fathom_rlm.adapters.scoring import build_rows, load_document, reward_config
-from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutTools, ToolSchema
-from fathom_rlm.agent.chat import chat_reply, chat_request
+from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutTools
 from fathom_rlm.agent.loop import initial_messages
 from fathom_rlm.documents.tasks.record import TaskRecord
 from fathom_rlm.rewards import REWARD_NAME, score_rollout
@@ -51,7 +49,9 @@ REWARD_KEYS: tuple[str, ...] = (
 """Scores a launcher may train on: the combined `reward`, its components and the gated costs
 (the cost terms count only once the answer is right, like gsm8k's gated length reward)."""
 
-_SUB_CALL_FIELDS = ("sub_base_url", "sub_model", "sub_api_key_var", "sub_timeout_s")
+SUB_CALL_PREFIX = "sub_"
+"""The TRL arguments naming the sub-call endpoint are `Endpoint`'s fields with this prefix."""
+_SUB_CALL_FIELDS = tuple(SUB_CALL_PREFIX + f.name for f in fields(Endpoint))
 _CLOSE_TIMEOUT_S = 30.0
 
 RewardFunc = Callable[..., list[float]]
@@ -75,13 +75,15 @@ class TRLEnvironment:
 
 
 def load_trl_environment(*, sub_chat: ChatFn | None = None, **kwargs: Any) -> TRLEnvironment:
-    """The environment for TRL. `kwargs` are `FathomArguments` fields plus the sub-call endpoint:
-    `sub_base_url` and `sub_model` (required unless `sub_chat` is given), `sub_api_key_var` (the
-    environment variable holding its key, default `OPENAI_API_KEY`) and `sub_timeout_s`."""
+    """The environment for TRL. `kwargs` are `FathomArguments` fields plus the sub-call endpoint,
+    `Endpoint`'s fields prefixed `sub_`: `sub_base_url` and `sub_model` (required unless
+    `sub_chat` is given), `sub_api_key_var` (the environment variable holding its key, default
+    `OPENAI_API_KEY`), `sub_timeout_s` (default 120) and `sub_connect_timeout_s` (default: the
+    same as `sub_timeout_s`)."""
     endpoint = {key: kwargs.pop(key) for key in _SUB_CALL_FIELDS if key in kwargs}
     args = FathomArguments.from_kwargs(kwargs)
     if sub_chat is None:
-        sub_chat = _endpoint_chat_from(endpoint, args)
+        sub_chat = per_call_chat(sub_call_endpoint(endpoint), args.sub_max_completion_tokens)
     elif endpoint:
         raise TypeError(f"give either sub_chat or {sorted(endpoint)}, not both")
     instances: weakref.WeakSet[FathomTRLEnv] = weakref.WeakSet()
@@ -110,7 +112,8 @@ def check_arguments(**kwargs: Any) -> None:
     """Raise TypeError/ValueError for arguments `load_trl_environment` would refuse, without
     building documents or contacting the sub-call endpoint."""
     endpoint = {key: kwargs.pop(key) for key in _SUB_CALL_FIELDS if key in kwargs}
-    _endpoint_chat_from(endpoint, FathomArguments.from_kwargs(kwargs))
+    FathomArguments.from_kwargs(kwargs)
+    sub_call_endpoint(endpoint)
 
 
 def train_dataset(args: FathomArguments) -> Any:
@@ -292,47 +295,22 @@ def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
 
 # ------------------------------------------------------------------- sub-calls over HTTP
 
+_SUB_CALL_DEFAULTS: dict[str, Any] = {
+    "api_key_var": "OPENAI_API_KEY",
+    "timeout_s": 120.0,
+    "connect_timeout_s": None,  # one timeout for connecting and answering
+}
 
-def _endpoint_chat_from(endpoint: Mapping[str, Any], args: FathomArguments) -> ChatFn:
-    base_url, model = endpoint.get("sub_base_url"), endpoint.get("sub_model")
+
+def sub_call_endpoint(options: Mapping[str, Any]) -> Endpoint:
+    """The sub-call endpoint from `sub_*` arguments (TRL serves no chat endpoint for the policy).
+
+    An HTTP or protocol error of a sub-call raises: TRL shows it to the model as a tool error and
+    counts it as a tool failure."""
+    base_url, model = options.get("sub_base_url"), options.get("sub_model")
     if not isinstance(base_url, str) or not isinstance(model, str) or not base_url or not model:
         raise ValueError(
             "fathom-rlm under TRL needs sub_base_url and sub_model: the OpenAI-compatible "
             "endpoint that answers llm() sub-calls (TRL serves no chat endpoint for the policy)"
         )
-    key_var = endpoint.get("sub_api_key_var", "OPENAI_API_KEY")
-    timeout = float(endpoint.get("sub_timeout_s", 120.0))
-    if not timeout > 0:
-        raise ValueError(f"sub_timeout_s must be > 0, got {timeout!r}")
-    return endpoint_chat(
-        base_url, model, os.environ.get(str(key_var), ""), timeout, args.sub_max_completion_tokens
-    )
-
-
-def endpoint_chat(
-    base_url: str,
-    model: str,
-    api_key: str,
-    timeout_s: float,
-    max_tokens: int | None = None,
-) -> ChatFn:
-    """The core's `ChatFn` over an OpenAI-compatible `/chat/completions` route (stdlib HTTP, off
-    the event loop). An HTTP or protocol error raises: TRL shows it to the model as a tool error
-    and counts it as a tool failure."""
-    url = base_url.rstrip("/") + "/chat/completions"
-    headers = {"Content-Type": "application/json"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-
-    def post(body: dict[str, Any]) -> dict[str, Any]:
-        request = urllib.request.Request(
-            url, data=json.dumps(body).encode(), headers=headers, method="POST"
-        )
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            return json.loads(response.read())
-
-    async def chat(messages: list[Message], tools: list[ToolSchema] | None) -> ChatReply:
-        body = chat_request(model, messages, tools, max_tokens)
-        return chat_reply(await asyncio.to_thread(post, body))
-
-    return chat
+    return Endpoint.from_options(options, SUB_CALL_PREFIX, **_SUB_CALL_DEFAULTS)

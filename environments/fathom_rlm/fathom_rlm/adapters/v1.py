@@ -1,8 +1,8 @@
 """fathom-rlm on the verifiers v1 API (0.3.1 and 0.4.0): taskset, task, harness and a local env.
 
-* `FathomTaskset` serves one task per dataset row. Its config (`FathomTasksetConfig`) is generated
-  from `FathomArguments`: one field per argument, with the argument's type, default and
-  documentation (`--env.taskset.<field>`, or `[...env.taskset]` in a TOML).
+* `FathomTaskset` serves one task per dataset row. Its config (`FathomTasksetConfig`) inherits
+  its fields from `FathomArguments`: one per argument, with the argument's type, default and
+  `help` (`--env.taskset.<field>`, or `[...env.taskset]` in a TOML).
 * `FathomData` carries the row (seed, doc_tokens, question, gold...) and the arguments, never the
   document: the harness regenerates the document from its seed.
 * `FathomHarness` (in `fathom_rlm.adapters.harness`) runs the core agent loop against the
@@ -20,25 +20,20 @@
 
 from __future__ import annotations
 
-import ast
 import asyncio
-import inspect
 import logging
-import textwrap
 from collections.abc import Iterator
-from dataclasses import fields
-from itertools import pairwise
-from typing import Any, get_type_hints
+from typing import Any
 
 import verifiers.v1 as vf
-from pydantic import ConfigDict, Field, create_model, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from fathom_rlm.adapters.arguments import FathomArguments
+from fathom_rlm.adapters.fields import fields_model
 from fathom_rlm.adapters.harness import FathomHarness
 from fathom_rlm.adapters.scoring import REWARD_NAME, build_rows, gold_problems, score
 from fathom_rlm.agent import RolloutRecord
 from fathom_rlm.documents.tasks.record import TaskRecord
-from fathom_rlm.sandbox import SandboxConfig
 from fathom_rlm.serving import close_serving_scope
 
 logger = logging.getLogger(__name__)
@@ -111,64 +106,23 @@ class FathomTask(vf.Task[FathomData, FathomState, vf.TaskConfig]):
         return not problems
 
 
-def attribute_docs(cls: type) -> dict[str, str]:
-    """The docstrings written under the fields of `cls` and its bases (later classes win; none
-    for a class whose source is not installed: `--help` then omits them, nothing else changes)."""
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__[:-1]):
-        try:
-            body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
-        except (OSError, TypeError):
-            continue
-        for node, after in pairwise(body):
-            if (
-                isinstance(node, ast.AnnAssign)
-                and isinstance(node.target, ast.Name)
-                and isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant)
-                and isinstance(after.value.value, str)
-            ):
-                docs[node.target.id] = inspect.cleandoc(after.value.value)
-    return docs
+FathomArgumentFields = fields_model(FathomArguments, FathomArguments.names())
+"""`FathomArguments` as pydantic fields: each argument's type, default and `help`."""
 
 
-def argument_fields() -> dict[str, Any]:
-    """`FathomArguments` as pydantic fields: each argument's type, default and documentation."""
-    types = get_type_hints(FathomArguments, localns={"SandboxConfig": SandboxConfig})
-    docs = attribute_docs(FathomArguments)
-    names = FathomArguments.names()
-    return {
-        f.name: (
-            types[f.name],
-            Field(f.default, description=docs.get(f.name)),
-        )
-        for f in fields(FathomArguments)
-        if f.name in names
-    }
-
-
-class _ArgumentsConfig(vf.TasksetConfig):
-    """What the generated config adds to its fields: the core's checks, at parse time."""
+class FathomTasksetConfig(FathomArgumentFields, vf.TasksetConfig):
+    """The environment's arguments (`FathomArguments`), one field each, checked when read."""
 
     def arguments(self) -> FathomArguments:
         return FathomArguments(**{name: getattr(self, name) for name in FathomArguments.names()})
 
     @model_validator(mode="after")
-    def _check_arguments(self) -> _ArgumentsConfig:
+    def _check_arguments(self) -> FathomTasksetConfig:
         self.arguments()  # a bad value fails when the config is read, before any document
         return self
 
 
-FathomTasksetConfig = create_model(
-    "FathomTasksetConfig",
-    __base__=_ArgumentsConfig,
-    __module__=__name__,
-    __doc__="The environment's arguments (`FathomArguments`), one field each.",
-    **argument_fields(),
-)
-
-
-class FathomTaskset(vf.Taskset[FathomTask, FathomTasksetConfig]):  # type: ignore[valid-type]
+class FathomTaskset(vf.Taskset[FathomTask, FathomTasksetConfig]):
     """One task per row of the configured split."""
 
     def load(self) -> Iterator[FathomTask]:

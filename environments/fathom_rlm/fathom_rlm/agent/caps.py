@@ -1,42 +1,97 @@
-"""Every limit of one rollout, as arguments (the environment's config surface maps onto these)."""
+"""Every limit of one rollout, as arguments (the environment's config surface maps onto these).
+
+Each field's documentation is its `help` metadata, from which the adapters derive their config
+fields, `--help` texts and server flags.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
-if TYPE_CHECKING:
-    from fathom_rlm.sandbox import SandboxConfig
+from fathom_rlm.sandbox import SandboxConfig
 
 
 @dataclass(frozen=True)
 class RolloutCaps:
-    max_turns: int = 12
-    """Root turns (model calls) before the rollout ends without an answer."""
-    sub_max_turns: int = 4
-    """Turns of a sub-call that is itself a small RLM."""
-    max_sub_calls: int = 16
-    """Sub-calls per rollout, counted over all depths and from both the tool and REPL code."""
-    max_slice_chars: int = 12_000
-    """Largest slice an `llm()` sub-call may be shown (about 3K tokens)."""
-    max_depth: int = 2
-    """Sub-calls at depth < max_depth get tools; at max_depth they are plain completions."""
-    max_answer_chars: int = 64
-    """Longest answer that can score (shown to the model in the prompt; the reward reads it
-    through `RewardConfig.from_caps`)."""
-    max_code_chars: int = 8_000
-    """Longest `repl` code argument."""
-    max_prompt_chars: int = 2_000
-    """Longest `llm` prompt argument."""
-    max_sub_answer_chars: int = 2_000
-    """A sub-call's answer is cut to this before it is returned to its caller."""
-    max_tool_calls_per_turn: int = 8
-    """Tool calls beyond this in one assistant message are answered with an error, not run."""
-    time_budget_s: float | None = 1800.0
-    """Wall-clock seconds for the whole rollout (root and every sub-call together); a rollout
-    past it ends with `ended_by="time_budget"` and is scored on what it did. None: no budget."""
-    sandbox: SandboxConfig | None = None
-    """Sandbox limits (timeouts, output cap, memory); None means the sandbox defaults."""
+    max_turns: int = field(
+        default=12,
+        metadata={"help": "Root turns (model calls) before the rollout ends without an answer."},
+    )
+    sub_max_turns: int = field(
+        default=4,
+        metadata={"help": "Turns of a sub-call that is itself a small RLM."},
+    )
+    max_sub_calls: int = field(
+        default=16,
+        metadata={
+            "help": (
+                "Sub-calls per rollout, counted over all depths and from both the tool and REPL "
+                "code."
+            )
+        },
+    )
+    max_slice_chars: int = field(
+        default=12_000,
+        metadata={"help": "Largest slice an `llm()` sub-call may be shown (about 3K tokens)."},
+    )
+    max_depth: int = field(
+        default=2,
+        metadata={
+            "help": (
+                "Sub-calls at depth < max_depth get tools; at max_depth they are plain completions."
+            )
+        },
+    )
+    max_answer_chars: int = field(
+        default=64,
+        metadata={
+            "help": (
+                "Longest answer that can score (shown to the model in the prompt; the reward reads "
+                "it through `RewardConfig.from_caps`)."
+            )
+        },
+    )
+    max_code_chars: int = field(
+        default=8_000,
+        metadata={"help": "Longest `repl` code argument."},
+    )
+    max_prompt_chars: int = field(
+        default=2_000,
+        metadata={"help": "Longest `llm` prompt argument."},
+    )
+    max_sub_answer_chars: int = field(
+        default=2_000,
+        metadata={
+            "help": "A sub-call's answer is cut to this before it is returned to its caller."
+        },
+    )
+    max_tool_calls_per_turn: int = field(
+        default=8,
+        metadata={
+            "help": (
+                "Tool calls beyond this in one assistant message are answered with an error, not "
+                "run."
+            )
+        },
+    )
+    time_budget_s: float | None = field(
+        default=1800.0,
+        metadata={
+            "help": (
+                "Wall-clock seconds for the whole rollout (root and every sub-call together); a "
+                'rollout past it ends with `ended_by="time_budget"` and is scored on what it did. '
+                "None: no budget."
+            )
+        },
+    )
+    sandbox: SandboxConfig | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "Sandbox limits (timeouts, output cap, memory); None means the sandbox defaults."
+            )
+        },
+    )
 
     def __post_init__(self) -> None:
         for name in (

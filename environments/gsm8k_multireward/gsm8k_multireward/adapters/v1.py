@@ -1,7 +1,8 @@
 """verifiers v1 API (0.3.x–0.4.x): a `Taskset` and an `Env` that runs locally by default.
 
 - The environment's arguments are typed fields of the taskset config (`--env.taskset.<field>`,
-  `[...env.taskset]` in TOML), generated from `GSM8KConfig` with its defaults and documentation.
+  `[...env.taskset]` in TOML), inherited from `GSM8KConfig`'s fields with their defaults and
+  `help`.
   `system_prompt` is v1's own field: a file whose text replaces each task's system prompt
   (`DEFAULT_SYSTEM_PROMPT` otherwise).
 - Two rewards, `correct_answer` (weight 1.0) and `length_reward` (weight
@@ -19,18 +20,15 @@
 
 from __future__ import annotations
 
-import ast
 import asyncio
-import inspect
-import textwrap
 from dataclasses import fields
-from itertools import pairwise
-from typing import Any, get_type_hints
+from typing import Any
 
 import verifiers.v1 as vf
-from pydantic import ConfigDict, Field, create_model, model_validator
+from pydantic import ConfigDict, Field, model_validator
 from verifiers.v1.harnesses.null import NullHarnessConfig
 
+from gsm8k_multireward.adapters.fields import fields_model
 from gsm8k_multireward.config import DEFAULT_SYSTEM_PROMPT, SCORING_SETTINGS, GSM8KConfig
 from gsm8k_multireward.data import load_examples
 from gsm8k_multireward.grading import MathGrader
@@ -40,50 +38,23 @@ ARGUMENTS = tuple(f.name for f in fields(GSM8KConfig) if f.name != "system_promp
 """`GSM8KConfig`'s fields that are taskset config fields (v1 has its own `system_prompt`)."""
 
 
-def attribute_docs(cls: type) -> dict[str, str]:
-    """The docstrings written under the fields of dataclass `cls` (none when its source is not
-    installed: the fields then go undocumented in `--help`, nothing else changes)."""
-    try:
-        body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
-    except (OSError, TypeError):
-        return {}
-    return {
-        node.target.id: inspect.cleandoc(after.value.value)
-        for node, after in pairwise(body)
-        if isinstance(node, ast.AnnAssign)
-        and isinstance(node.target, ast.Name)
-        and isinstance(after, ast.Expr)
-        and isinstance(after.value, ast.Constant)
-        and isinstance(after.value.value, str)
-    }
+ScoringFields = fields_model(GSM8KConfig, SCORING_SETTINGS)
+"""The scoring settings as pydantic fields: each one's type, default and `help`."""
+
+ArgumentFields = fields_model(GSM8KConfig, ARGUMENTS)
+"""The taskset's arguments as pydantic fields: each one's type, default and `help`."""
 
 
-def config_fields(names: tuple[str, ...]) -> dict[str, Any]:
-    """These `GSM8KConfig` fields as pydantic fields: type, default and documentation."""
-    types, docs = get_type_hints(GSM8KConfig), attribute_docs(GSM8KConfig)
-    defaults = {f.name: f.default for f in fields(GSM8KConfig)}
-    return {
-        name: (types[name], Field(defaults[name], description=docs.get(name))) for name in names
-    }
-
-
-class _ScoredTaskData(vf.TaskData):
-    """What the generated task data adds to its fields."""
-
+class _GoldData(vf.TaskData):
     answer: str
     """The gold number."""
 
+
+class GSM8KMultirewardData(ScoringFields, _GoldData):
+    """One question (the `prompt`), its gold number, and the settings it is scored with."""
+
     def scoring_config(self) -> GSM8KConfig:
         return GSM8KConfig(**{name: getattr(self, name) for name in SCORING_SETTINGS})
-
-
-GSM8KMultirewardData = create_model(
-    "GSM8KMultirewardData",
-    __base__=_ScoredTaskData,
-    __module__=__name__,
-    __doc__="One question (the `prompt`), its gold number, and the settings it is scored with.",
-    **config_fields(SCORING_SETTINGS),
-)
 
 
 class GSM8KMultirewardState(vf.State):
@@ -117,9 +88,7 @@ def close_graders() -> None:
         grader.close()
 
 
-class GSM8KMultirewardTask(
-    vf.Task[GSM8KMultirewardData, GSM8KMultirewardState, vf.TaskConfig]  # type: ignore[valid-type]
-):
+class GSM8KMultirewardTask(vf.Task[GSM8KMultirewardData, GSM8KMultirewardState, vf.TaskConfig]):
     async def _grade(self, reply: str, reported: int | None) -> dict[str, float]:
         data = self.data
         return await ascore_completion(
@@ -155,19 +124,20 @@ class GSM8KMultirewardTask(
         return scores[CORRECT_ANSWER] == 1.0
 
 
-class _ArgumentsConfig(vf.TasksetConfig):
-    """What the generated config adds to its fields: the core's checks and the length weight."""
+class GSM8KMultirewardTasksetConfig(ArgumentFields, vf.TasksetConfig):
+    """The environment's arguments (`GSM8KConfig`), one field each; the core checks them and the
+    length weight goes into the task config when the config is read."""
 
     def core_config(self) -> GSM8KConfig:
         """The core's config for these arguments (validates them)."""
         return GSM8KConfig(**{name: getattr(self, name) for name in ARGUMENTS})
 
     @model_validator(mode="after")
-    def _apply_length_reward_weight(self) -> _ArgumentsConfig:
+    def _apply_length_reward_weight(self) -> GSM8KMultirewardTasksetConfig:
         self.core_config()
         rewards = dict(self.task.rewards)
         pinned = rewards.get(LENGTH_REWARD)
-        weight = self.length_reward_weight  # type: ignore[attr-defined]  # a generated field
+        weight = self.length_reward_weight
         if pinned is not None and pinned.weight not in (None, weight):
             raise ValueError(
                 f"task.rewards.{LENGTH_REWARD}.weight={pinned.weight} contradicts "
@@ -179,18 +149,7 @@ class _ArgumentsConfig(vf.TasksetConfig):
         return self
 
 
-GSM8KMultirewardTasksetConfig = create_model(
-    "GSM8KMultirewardTasksetConfig",
-    __base__=_ArgumentsConfig,
-    __module__=__name__,
-    __doc__="The environment's arguments (`GSM8KConfig`), one field each.",
-    **config_fields(ARGUMENTS),
-)
-
-
-class GSM8KMultirewardTaskset(
-    vf.Taskset[GSM8KMultirewardTask, GSM8KMultirewardTasksetConfig]  # type: ignore[valid-type]
-):
+class GSM8KMultirewardTaskset(vf.Taskset[GSM8KMultirewardTask, GSM8KMultirewardTasksetConfig]):
     def load(self) -> list[GSM8KMultirewardTask]:
         config = self.config.core_config()
         settings = {name: getattr(config, name) for name in SCORING_SETTINGS}

@@ -1,23 +1,20 @@
-"""fathom-rlm as an OpenEnv environment, served by openenv-core's own HTTP/WebSocket server.
+"""fathom-rlm's OpenEnv environment: one OpenEnv session is one rollout.
 
-    python -m fathom_rlm.adapters.openenv --port 8000 --llm-base-url URL --llm-model NAME
-
-One OpenEnv session is one rollout. `reset` picks a task row and returns the root's first
-messages (system prompt and question) and the tool schemas; each `step` is one tool call of the
-model (`repl`, `llm`) or its final reply (`answer`), translated to the core's `RolloutTools`;
-the observation carries the tool's output, and at the end the reward, its components and the
-metrics under the core's names. `llm` sub-calls (from the action or from code in the REPL) go to
-the OpenAI-compatible endpoint given at start-up (the policy's own server in training).
+`reset` picks a task row and returns the root's first messages (system prompt and question) and
+the tool schemas; each `step` is one tool call of the model (`repl`, `llm`) or its final reply
+(`answer`), translated to the core's `RolloutTools`; the observation carries the tool's output,
+and at the end the reward, its components and the metrics under the core's names. `llm`
+sub-calls (from the action or from code in the REPL) go to the OpenAI-compatible endpoint given
+at start-up (the policy's own server in training).
 
 Each session owns its sandbox, caps and sub-call budget (its own `RolloutTools`); a session
 that disconnects is closed by openenv-core, which closes its sandbox. The sandbox fork server
 and scratch root belong to the server process (`fathom_rlm.serving`) and close with it.
 
-The server runs behind `openenv_guard` (bearer tokens, per-client sessions, size, depth and
-argument checks, idle and life timeouts: see docs/serving.md). Each session's sub-calls are
-charged, before they are sent, to its own endpoint-token budget and to its client's quotas; a
-refused sub-call is an `Error:` output the model sees, and the episode goes on. The endpoint's
-API key is sent only for sessions that presented a valid token.
+Each session's sub-calls are charged, before they are sent, to its own endpoint-token budget and
+to its client's quotas (`openenv_guard`); a refused sub-call is an `Error:` output the model
+sees, and the episode goes on. The endpoint's API key is sent only for sessions that presented a
+valid token.
 
 Token accounting: send the usage your endpoint reported for the model call that produced the
 action (`usage`, on the first call of a reply: `call_index == 0`) and root tokens are counted
@@ -27,95 +24,35 @@ environment saw.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
 import random
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation, State
-from openenv_guard import (
-    ClientQuotas,
-    GuardSettings,
-    QuotaExceeded,
-    RowResetArgs,
-    SessionBudget,
-    add_guard_arguments,
-    check_endpoint_url,
-    current_client,
-    fail_at_start,
-    guard_app,
-    guard_settings,
-    serve,
-)
-from openenv_guard.middleware import ServingGuard
-from pydantic import Field
+from openenv_guard import ClientQuotas, QuotaExceeded, SessionBudget, current_client
 
 from fathom_rlm.adapters.arguments import FathomArguments
-from fathom_rlm.adapters.endpoint import endpoint_chat
+from fathom_rlm.adapters.endpoint import Endpoint, endpoint_chat
 from fathom_rlm.adapters.scoring import build_rows, document_text, score
 from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutTools
 from fathom_rlm.agent.loop import initial_messages
 from fathom_rlm.agent.schemas import ToolError
 from fathom_rlm.documents.tasks.record import TaskRecord
+from fathom_rlm.openenv.models import TOOLS, FathomAction, FathomObservation, FathomState
 from fathom_rlm.rewards import COMPONENT_NAMES, METRIC_NAMES, REWARD_NAME
-from fathom_rlm.serving import close_serving_scope, open_serving_scope
-
-TOOLS = ("repl", "llm", "answer")
-
-
-class FathomAction(Action):
-    """One tool call of the model, or its final reply."""
-
-    tool: str = Field(description="'repl', 'llm' or 'answer'")
-    code: str | None = Field(None, description="repl: the Python code to run")
-    prompt: str | None = Field(None, description="llm: the sub-question")
-    slice: str | None = Field(None, description='llm: "start:end" of the document or a variable')
-    message: str | None = Field(
-        None, description="answer: the model's final reply, with one <answer>...</answer> block"
-    )
-    call_index: int = Field(0, ge=0, description="position of this call in the model's reply")
-    usage: dict[str, int] | None = Field(
-        None, description="the reply's reported usage {prompt_tokens, completion_tokens}"
-    )
-
-
-class FathomObservation(Observation):
-    """What the model sees after an action; scores once the episode is done."""
-
-    messages: list[dict[str, Any]] = Field(default_factory=list, description="reset: prompt")
-    tools: list[dict[str, Any]] = Field(default_factory=list, description="reset: tool schemas")
-    output: str = Field("", description="the tool's output, as the model should see it")
-    error: str | None = Field(None, description="set when the action was refused or failed")
-    rewards: dict[str, float] = Field(default_factory=dict, description="done: components")
-    metrics: dict[str, float] = Field(default_factory=dict, description="done: metrics")
-    ended_by: str | None = Field(None, description="done: 'answer' or 'max_turns'")
-
-
-class FathomState(State):
-    task_index: int | None = None
-    question: str | None = None
-    turns: int = 0
-    sub_calls: int = 0
-    done: bool = False
+from fathom_rlm.serving import open_serving_scope
 
 
 @dataclass(frozen=True)
 class ServerOptions:
     """Start-up settings shared by every session of one server."""
 
-    llm_base_url: str
+    endpoint: Endpoint
     """The OpenAI-compatible endpoint `llm` sub-calls go to (in training, the policy's own)."""
-    llm_model: str
     arguments: FathomArguments = field(default_factory=FathomArguments)
-    llm_api_key_var: str | None = None
-    """Environment variable holding the endpoint's API key; None sends no key."""
-    llm_timeout: float = 600.0
 
 
 _ROWS: dict[str, list[TaskRecord]] = {}
@@ -174,9 +111,11 @@ class FathomEnvironment(Environment[FathomAction, FathomObservation, FathomState
         client = current_client()
         if self._budget is None and self.quotas is not None and client is not None:
             self._budget = SessionBudget(self.quotas, client)  # the session's, across resets
-        self._client = self._endpoint_client(client is not None and client.authenticated)
+        endpoint = self.options.endpoint
+        # The endpoint's API key is sent only for a client that presented a valid token.
+        self._client = endpoint.http_client(send_key=client is not None and client.authenticated)
         sub_chat = endpoint_chat(
-            self._client, self.options.llm_model, self.options.arguments.sub_max_completion_tokens
+            self._client, endpoint.model, self.options.arguments.sub_max_completion_tokens
         )
         self._tools = RolloutTools(document, _within_budget(sub_chat, self._budget), caps)
         self._row = row
@@ -240,16 +179,6 @@ class FathomEnvironment(Environment[FathomAction, FathomObservation, FathomState
             asyncio.run_coroutine_threadsafe(self._close_rollout(), loop).result(timeout=60)
 
     # --- internals ------------------------------------------------------------------------
-
-    def _endpoint_client(self, authenticated: bool) -> httpx.AsyncClient:
-        key_var = self.options.llm_api_key_var
-        send_key = key_var is not None and authenticated
-        headers = {"Authorization": f"Bearer {os.environ[key_var]}"} if send_key else {}
-        return httpx.AsyncClient(
-            base_url=self.options.llm_base_url.rstrip("/") + "/",
-            headers=headers,
-            timeout=httpx.Timeout(self.options.llm_timeout, connect=10.0),
-        )
 
     async def _finish(self, message: str | None, ended_by: str) -> FathomObservation:
         tools, row = self._tools, self._row
@@ -331,87 +260,4 @@ def _refused(reason: str) -> FathomObservation:
     return FathomObservation(output=f"Error: {reason}", error=f"Error: {reason}")
 
 
-def create_fathom_app(options: ServerOptions, settings: GuardSettings) -> ServingGuard:
-    """openenv-core's app for fathom-rlm behind the guard (with `/healthz`)."""
-    quotas = ClientQuotas(settings)
-    app = create_app(
-        lambda: FathomEnvironment(options, quotas),
-        FathomAction,
-        FathomObservation,
-        env_name="fathom-rlm",
-        # Idle sessions are closed by the guard (it counts only time spent waiting for the
-        # client, not a long sub-call), so openenv-core's own reaper stays off.
-        concurrency_config=ConcurrencyConfig(max_concurrent_envs=settings.max_sessions),
-    )
-
-    # The server process's sandbox fork server and scratch root close with the app.
-    async def close_process_resources() -> None:
-        await asyncio.to_thread(close_serving_scope)
-
-    app.router.on_shutdown.append(close_process_resources)
-    return guard_app(app, settings, RowResetArgs, FathomAction, quotas)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m fathom_rlm.adapters.openenv",
-        description="Serve fathom-rlm over OpenEnv (HTTP + WebSocket, openenv-core's server).",
-    )
-    add_guard_arguments(parser, max_sessions=64)
-    parser.add_argument("--llm-base-url", required=True, help="OpenAI-compatible endpoint for llm")
-    parser.add_argument("--llm-model", required=True, help="model name sent with sub-calls")
-    parser.add_argument("--llm-api-key-var", default=None, help="env var holding its API key")
-    parser.add_argument("--split", default="eval")
-    parser.add_argument("--num-examples", type=int, default=None)
-    parser.add_argument("--doc-tokens", type=int, default=FathomArguments.doc_tokens)
-    parser.add_argument("--max-depth", type=int, default=FathomArguments.max_depth)
-    parser.add_argument("--max-turns", type=int, default=FathomArguments.max_turns)
-    parser.add_argument("--max-sub-calls", type=int, default=FathomArguments.max_sub_calls)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
-    settings = guard_settings(args)
-    check_endpoint_url(args.llm_base_url, "--llm-base-url")
-    key_var = args.llm_api_key_var
-    if key_var and not os.environ.get(key_var):
-        fail_at_start(f"--llm-api-key-var names {key_var}, which is not set")
-    if key_var and not settings.tokens:
-        fail_at_start(
-            "--llm-api-key-var needs a bearer token: the key is never used for a client"
-            " that has not authenticated"
-        )
-    try:
-        arguments = _arguments_from(args)
-    except ValueError as exc:
-        fail_at_start(" ".join(str(exc).split()))
-    options = ServerOptions(args.llm_base_url, args.llm_model, arguments, key_var)
-    serve(create_fathom_app(options, settings), settings, "fathom-rlm")
-
-
-def _arguments_from(args: argparse.Namespace) -> FathomArguments:
-    return replace(
-        FathomArguments(),
-        split=args.split,
-        num_examples=args.num_examples,
-        doc_tokens=args.doc_tokens,
-        max_depth=args.max_depth,
-        max_turns=args.max_turns,
-        max_sub_calls=args.max_sub_calls,
-    )
-
-
-if __name__ == "__main__":
-    main()
-
-
-__all__ = [
-    "FathomAction",
-    "FathomEnvironment",
-    "FathomObservation",
-    "FathomState",
-    "ServerOptions",
-    "create_fathom_app",
-    "main",
-]
+__all__ = ["FathomEnvironment", "ServerOptions"]

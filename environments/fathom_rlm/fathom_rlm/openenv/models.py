@@ -1,0 +1,49 @@
+"""The wire types of fathom-rlm's OpenEnv environment, shared by its server and its client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openenv.core.env_server.types import Action, Observation, State
+from pydantic import Field
+
+TOOLS = ("repl", "llm", "answer")
+"""The action's tools: the model's two tools and its final reply."""
+
+
+class FathomAction(Action):
+    """One tool call of the model, or its final reply."""
+
+    tool: str = Field(description="'repl', 'llm' or 'answer'")
+    code: str | None = Field(None, description="repl: the Python code to run")
+    prompt: str | None = Field(None, description="llm: the sub-question")
+    slice: str | None = Field(None, description='llm: "start:end" of the document or a variable')
+    message: str | None = Field(
+        None, description="answer: the model's final reply, with one <answer>...</answer> block"
+    )
+    call_index: int = Field(0, ge=0, description="position of this call in the model's reply")
+    usage: dict[str, int] | None = Field(
+        None, description="the reply's reported usage {prompt_tokens, completion_tokens}"
+    )
+
+
+class FathomObservation(Observation):
+    """What the model sees after an action; scores once the episode is done."""
+
+    messages: list[dict[str, Any]] = Field(default_factory=list, description="reset: prompt")
+    tools: list[dict[str, Any]] = Field(default_factory=list, description="reset: tool schemas")
+    output: str = Field("", description="the tool's output, as the model should see it")
+    error: str | None = Field(None, description="set when the action was refused or failed")
+    rewards: dict[str, float] = Field(default_factory=dict, description="done: components")
+    metrics: dict[str, float] = Field(default_factory=dict, description="done: metrics")
+    ended_by: str | None = Field(None, description="done: 'answer' or 'max_turns'")
+
+
+class FathomState(State):
+    """The session's episode: its row, turns and sub-calls so far."""
+
+    task_index: int | None = None
+    question: str | None = None
+    turns: int = 0
+    sub_calls: int = 0
+    done: bool = False

@@ -1,0 +1,119 @@
+"""fathom-rlm served by openenv-core's own HTTP/WebSocket app, behind `openenv_guard`.
+
+    python -m fathom_rlm.openenv.server.app --port 8000 --llm-base-url URL --llm-model NAME
+
+The flags are derived from the configs they build: one per `FathomArguments` field
+(`--doc-tokens`, `--max-turns`, `--family-mix '{"temporal": 2}'`...), one per `Endpoint` field
+prefixed `llm-` (`--llm-base-url`, `--llm-model`, `--llm-api-key-var`, `--llm-timeout-s`...),
+each with the field's default and help, plus the guard's (bearer tokens, per-client sessions,
+size, depth and argument checks, idle and life timeouts, quotas: see docs/serving.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Callable
+from typing import TypeVar
+
+from openenv.core.env_server.http_server import create_app
+from openenv.core.env_server.types import ConcurrencyConfig
+from openenv_guard import (
+    ClientQuotas,
+    GuardSettings,
+    RowResetArgs,
+    add_config_arguments,
+    add_guard_arguments,
+    check_endpoint_url,
+    config_values,
+    fail_at_start,
+    guard_app,
+    guard_settings,
+    serve,
+)
+from openenv_guard.middleware import ServingGuard
+
+from fathom_rlm.adapters.arguments import FathomArguments
+from fathom_rlm.adapters.endpoint import Endpoint
+from fathom_rlm.openenv.models import FathomAction, FathomObservation
+from fathom_rlm.openenv.server.environment import FathomEnvironment, ServerOptions
+from fathom_rlm.serving import close_serving_scope
+
+T = TypeVar("T")
+
+ENDPOINT_PREFIX = "llm_"
+"""The server's flags for the sub-call endpoint are `Endpoint`'s fields with this prefix."""
+
+
+def create_fathom_app(options: ServerOptions, settings: GuardSettings) -> ServingGuard:
+    """openenv-core's app for fathom-rlm behind the guard (with `/healthz`)."""
+    quotas = ClientQuotas(settings)
+    app = create_app(
+        lambda: FathomEnvironment(options, quotas),
+        FathomAction,
+        FathomObservation,
+        env_name="fathom-rlm",
+        # Idle sessions are closed by the guard (it counts only time spent waiting for the
+        # client, not a long sub-call), so openenv-core's own reaper stays off.
+        concurrency_config=ConcurrencyConfig(max_concurrent_envs=settings.max_sessions),
+    )
+
+    # The server process's sandbox fork server and scratch root close with the app.
+    async def close_process_resources() -> None:
+        await asyncio.to_thread(close_serving_scope)
+
+    app.router.on_shutdown.append(close_process_resources)
+    return guard_app(app, settings, RowResetArgs, FathomAction, quotas)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The server command's flags (see the module docstring)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m fathom_rlm.openenv.server.app",
+        description="Serve fathom-rlm over OpenEnv (HTTP + WebSocket, openenv-core's server).",
+    )
+    add_config_arguments(parser, Endpoint, prefix=ENDPOINT_PREFIX)
+    add_config_arguments(
+        parser.add_argument_group("environment arguments"),
+        FathomArguments,
+        names=FathomArguments.names(),
+    )
+    add_guard_arguments(parser, max_sessions=64)
+    return parser
+
+
+def server_options(args: argparse.Namespace, settings: GuardSettings) -> ServerOptions:
+    """The sessions' settings from the parsed flags; a bad value fails before the server binds."""
+    endpoint = _or_fail(lambda: Endpoint.from_options(vars(args), ENDPOINT_PREFIX))
+    check_endpoint_url(endpoint.base_url, "--llm-base-url")
+    key_var = endpoint.api_key_var
+    if key_var and not endpoint.api_key():
+        fail_at_start(f"--llm-api-key-var names {key_var}, which is not set")
+    if key_var and not settings.tokens:
+        fail_at_start(
+            "--llm-api-key-var needs a bearer token: the key is never used for a client"
+            " that has not authenticated"
+        )
+    values = config_values(args, FathomArguments, names=FathomArguments.names())
+    arguments = _or_fail(lambda: FathomArguments(**values))
+    return ServerOptions(endpoint, arguments)
+
+
+def _or_fail(build: Callable[[], T]) -> T:
+    try:
+        return build()
+    except ValueError as exc:
+        fail_at_start(" ".join(str(exc).split()))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    settings = guard_settings(args)
+    serve(create_fathom_app(server_options(args, settings), settings), settings, "fathom-rlm")
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["build_parser", "create_fathom_app", "main"]

@@ -1,0 +1,102 @@
+"""gsm8k-multireward served by openenv-core's own HTTP/WebSocket app, behind `openenv_guard`.
+
+    python -m gsm8k_multireward.openenv.server.app --port 8000 --data PATH/TO/gsm8k/test.jsonl
+
+The flags are derived from `GSM8KConfig`: one per field (`--dataset-name`, `--dataset-subset`,
+`--system-prompt`, `--length-threshold-tokens`, `--math-verify-timeout`...), with the field's
+default and help; `--data` and `--split` are the names `--dataset-name` and `--dataset-split`
+also answer to. The guard's flags (bearer tokens, per-client sessions, size, depth and argument
+checks, idle and life timeouts: see docs/serving.md) come with them. The data is loaded before
+the server binds, so bad data fails at start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from openenv.core.env_server.http_server import create_app
+from openenv.core.env_server.types import ConcurrencyConfig
+from openenv_guard import (
+    GuardSettings,
+    RowResetArgs,
+    add_config_arguments,
+    add_guard_arguments,
+    config_values,
+    fail_at_start,
+    guard_app,
+    guard_settings,
+    serve,
+)
+from openenv_guard.middleware import ServingGuard
+
+from gsm8k_multireward.config import GSM8KConfig
+from gsm8k_multireward.openenv.models import Gsm8kAction, Gsm8kObservation
+from gsm8k_multireward.openenv.server.environment import (
+    Gsm8kEnvironment,
+    ServerOptions,
+    close_graders,
+    load_rows,
+)
+
+FLAG_ALIASES = {"dataset_name": ("--data",), "dataset_split": ("--split",)}
+"""Shorter flags for two config fields (the names the server has always taken)."""
+
+
+def create_gsm8k_app(options: ServerOptions, settings: GuardSettings) -> ServingGuard:
+    """openenv-core's app for gsm8k-multireward behind the guard (with `/healthz`)."""
+    app = create_app(
+        lambda: Gsm8kEnvironment(options),
+        Gsm8kAction,
+        Gsm8kObservation,
+        env_name="gsm8k-multireward",
+        # Idle sessions are closed by the guard (it counts only time spent waiting for the
+        # client), so openenv-core's own reaper stays off.
+        concurrency_config=ConcurrencyConfig(max_concurrent_envs=settings.max_sessions),
+    )
+
+    async def close_process_resources() -> None:
+        await asyncio.to_thread(close_graders)
+
+    app.router.on_shutdown.append(close_process_resources)
+    return guard_app(app, settings, RowResetArgs, Gsm8kAction)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The server command's flags (see the module docstring)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m gsm8k_multireward.openenv.server.app",
+        description="Serve gsm8k-multireward over OpenEnv (openenv-core HTTP + WebSocket).",
+    )
+    add_config_arguments(parser, GSM8KConfig, aliases=FLAG_ALIASES)
+    add_guard_arguments(parser, max_sessions=256)
+    return parser
+
+
+def server_options(args: argparse.Namespace) -> ServerOptions:
+    """The sessions' settings from the parsed flags, with the rows loaded: a bad value or bad
+    data fails before the server binds."""
+    try:
+        config = GSM8KConfig(**config_values(args, GSM8KConfig))
+    except ValueError as exc:
+        fail_at_start(" ".join(str(exc).split()))
+    data = config.dataset_name
+    try:  # the rows are loaded now, so bad data fails here and not at the first reset
+        if not load_rows(config):
+            fail_at_start(f"--data {data} has no rows")
+    except Exception as exc:
+        fail_at_start(f"cannot load --data {data}: {' '.join(str(exc).split())[:300]}")
+    return ServerOptions(config)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    settings = guard_settings(args)
+    serve(create_gsm8k_app(server_options(args), settings), settings, "gsm8k-multireward")
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["build_parser", "create_gsm8k_app", "main"]
