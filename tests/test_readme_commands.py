@@ -821,7 +821,7 @@ def test_arguments_of_a_command_not_run_parse(
     """
     program, args = _project_call(command)  # type: ignore[misc]
     module = _module(program)
-    build = getattr(module, "build_parser", None) or getattr(module, "_parser", None)
+    build = getattr(module, "build_parser", None)
     if "..." in args:  # the arguments are shown elsewhere: the program is there, and imports
         assert callable(getattr(module, "main", None)), f"{program} has no main()"
         return

@@ -76,14 +76,14 @@ def test_a_non_default_answer_cap_reaches_the_score() -> None:
 
 
 def test_time_budget_reaches_both_adapters() -> None:
-    from fathom_rlm.adapters.legacy import FathomLegacyEnv, _ended_by
+    from fathom_rlm.adapters.legacy import FathomLegacyEnv, ended_by_from_stop
     from fathom_rlm.adapters.v1 import FathomTasksetConfig
 
     args = FathomArguments(time_budget_s=42.5, num_examples=1, doc_tokens=16_000)
     assert args.caps().time_budget_s == 42.5
     # legacy: verifiers' own rollout timeout, reported as the core's reason
     assert FathomLegacyEnv(args).timeout_seconds == 42.5
-    assert _ended_by("timeout_reached") == "time_budget"
+    assert ended_by_from_stop("timeout_reached") == "time_budget"
     # v1: a taskset field, carried into the caps the harness runs with
     assert FathomTasksetConfig(time_budget_s=42.5).arguments().caps().time_budget_s == 42.5
     assert FathomArguments(time_budget_s=None).caps().time_budget_s is None

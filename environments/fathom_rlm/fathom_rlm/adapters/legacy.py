@@ -225,13 +225,13 @@ class FathomLegacyEnv(vf.MultiTurnEnv):
         try:
             final = _final_message(state)
             stop = state.get("stop_condition")
-            ended_by = "answer" if final is not None else _ended_by(stop)
+            ended_by = "answer" if final is not None else ended_by_from_stop(stop)
             state[RECORD_KEY] = tools.finish(final, ended_by)
         finally:
             await tools.close()
 
 
-def _ended_by(stop_condition: str | None) -> str:
+def ended_by_from_stop(stop_condition: str | None) -> str:
     if stop_condition == "timeout_reached":
         return TIME_BUDGET
     return "max_turns" if stop_condition in (None, "max_turns_reached") else str(stop_condition)
