@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import gsm8k_runs
 import httpx
 import pytest
 
@@ -124,6 +125,9 @@ class Run:
     says: tuple[str, ...] = ()  # text the output must hold
     also_runs: tuple[str, ...] = ()  # documented commands that run verbatim inside this one
     registry: bool = False  # installs from the package registry: uv may go online
+    # Checks of what the run wrote, given the copy it ran in: the scores a command reports are
+    # the core's, so the verifiers version it runs on needs no second run in the matrix tests.
+    check: Callable[[Path], None] | None = None
 
 
 RUNS: dict[str, Run] = {
@@ -208,6 +212,7 @@ RUNS: dict[str, Run] = {
         ),
         ports=(8011,),
         expect={"outputs/v1/*/traces.jsonl": 6},
+        check=gsm8k_runs.check_walkthrough,
     ),
     "gsm8k-validate": Run(
         (
@@ -744,6 +749,8 @@ def test_documented_command_runs_as_written(
     output = log.read_text(encoding="utf-8", errors="replace")
     for text in spec.says:
         assert text in output, f"{name} did not print {text!r}:\n{output[-3000:]}"
+    if spec.check is not None:
+        spec.check(copy)
 
 
 # ------------------------------------------------------------ the arguments of those not run

@@ -1,9 +1,10 @@
 """gsm8k-multireward end to end on every cell of the verifiers matrix.
 
-Each test runs the version's own `vf-eval` (or 0.3.1's v1 `eval`) as a subprocess of the
-matching venv against the scripted policy server on loopback, then checks the saved results:
-both reward names are there, each value equals what the core computes for the same completion,
-and the total is correct + weight x length.
+Each test runs the version's own `vf-eval` as a subprocess of the matching venv against the
+scripted policy server on loopback, then checks the saved results: both reward names are there,
+each value equals what the core computes for the same completion, and the total is
+correct + weight x length. The workspace's own version (0.3.1) runs the README walkthrough's
+commands in tests/test_readme_commands.py, with the same checks (tests/support/gsm8k_runs.py).
 """
 
 from __future__ import annotations
@@ -15,18 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gsm8k_multireward import GSM8KConfig, MathGrader, score_completion
+from gsm8k_multireward import MathGrader
+from gsm8k_runs import EXPECTED, FIXTURE, QUESTIONS, check_scores, legacy_rows, v1_rows
 
 from envtools.policies.base import ChatResult
 from envtools.policies.gsm8k import Gsm8kPolicy
 from envtools.policy_server import policy_server_in_thread
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURE = REPO / "tests" / "gsm8k_multireward" / "fixtures" / "adapters.jsonl"
-QUESTIONS = [json.loads(line)["question"] for line in FIXTURE.read_text().splitlines()]
 # The ladder answers the fixture's questions in turn as these policies would.
 LADDER = ["gold", "verbose", "wrong", "noanswer", "gold", "verbose"]
-EXPECTED = {"gold": (1.0, 1.0), "verbose": (1.0, 0.0), "wrong": (0.0, 0.0), "noanswer": (0.0, 0.0)}
 WEIGHT = 0.5
 PRIME_RL_TOML = REPO / "orchestrator_configs" / "prime-rl" / "gsm8k-multireward-grpo.toml"
 
@@ -64,75 +63,11 @@ def grader() -> Iterator[MathGrader]:
         yield shared
 
 
-def check_scores(
-    rows: list[dict[str, Any]], grader: MathGrader, weight: float, expected_rollouts: int
-) -> None:
-    """`rows`: question, completion, gold, reported tokens, the two scores and the total."""
-    assert len(rows) == expected_rollouts
-    config = GSM8KConfig(length_reward_weight=weight)
-    for row in rows:
-        core = score_completion(
-            row["completion"], row["gold"], grader, config, reported_tokens=row["tokens"]
-        )
-        assert row["correct_answer"] == core["correct_answer"]
-        assert row["length_reward"] == core["length_reward"]
-        assert row["reward"] == pytest.approx(core["reward"])
-        assert row["reward"] == pytest.approx(row["correct_answer"] + weight * row["length_reward"])
-        expected = EXPECTED[style_of(row["question"])]
-        assert (row["correct_answer"], row["length_reward"]) == expected
-
-
-def legacy_rows(output: Path) -> list[dict[str, Any]]:
-    (results,) = output.glob("outputs/evals/*/*/results.jsonl")
-    rows = []
-    for line in results.read_text().splitlines():
-        result = json.loads(line)
-        assert set(result["metrics"]) >= {"correct_answer", "length_reward"}
-        rows.append(
-            {
-                "question": result["prompt"][-1]["content"],
-                "completion": result["completion"][-1]["content"],
-                "gold": result["answer"],
-                "tokens": int(result["token_usage"]["output_tokens"]),
-                "correct_answer": result["metrics"]["correct_answer"],
-                "length_reward": result["metrics"]["length_reward"],
-                "reward": result["reward"],
-            }
-        )
-    return rows
-
-
-def v1_rows(output: Path) -> list[dict[str, Any]]:
-    (traces,) = output.glob("**/traces.jsonl")
-    rows = []
-    for line in traces.read_text().splitlines():
-        episode = json.loads(line)
-        assert episode["ok"], episode["errors"]
-        (trace,) = episode["traces"]
-        assert not trace["errors"], trace["errors"]
-        rewards = trace["rewards"]
-        assert set(rewards) == {"correct_answer", "length_reward"}
-        assert rewards["correct_answer"]["weight"] == 1.0
-        reply = [n["message"] for n in trace["nodes"] if n["message"]["role"] == "assistant"]
-        rows.append(
-            {
-                "question": episode["task"]["data"]["prompt"],
-                "completion": reply[-1]["content"].strip(),
-                "gold": episode["task"]["data"]["answer"],
-                "tokens": sum(call["usage"]["completion_tokens"] for call in trace["calls"]),
-                "correct_answer": rewards["correct_answer"]["score"],
-                "length_reward": rewards["length_reward"]["score"],
-                "reward": sum(r["score"] * r["weight"] for r in rewards.values()),
-                "length_weight": rewards["length_reward"]["weight"],
-            }
-        )
-    assert {row["length_weight"] for row in rows} == {WEIGHT}
-    return rows
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # a vf-eval run takes minutes on a loaded 2-core machine
-@pytest.mark.parametrize("verifiers_version", ["0.2.0", "0.3.1"])
+# 0.3.1, the workspace's version, runs the README walkthrough's own commands in
+# tests/test_readme_commands.py, whose saved results go through the same checks (gsm8k_runs).
+@pytest.mark.parametrize("verifiers_version", ["0.2.0"])
 def test_legacy_vf_eval(
     verifiers_version: str, matrix: Any, base_url: str, grader: MathGrader, tmp_path: Path
 ) -> None:
@@ -149,7 +84,8 @@ def test_legacy_vf_eval(
         cwd=tmp_path,
     )
     # -n 20 takes the whole six-row fixture.
-    check_scores(legacy_rows(tmp_path), grader, 1.0, expected_rollouts=3 * len(QUESTIONS))
+    rows = legacy_rows(tmp_path)
+    check_scores(rows, grader, 1.0, expected_rollouts=3 * len(QUESTIONS), style_of=style_of)
 
 
 # The v1 CLI is `eval` in 0.3.1 and `vf-eval` in 0.4.0; `-o` sets the output directory.
@@ -166,7 +102,7 @@ def run_v1_command(
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # a vf-eval run takes minutes on a loaded 2-core machine
-@pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
+@pytest.mark.parametrize("verifiers_version", ["0.4.0"])  # 0.3.1: the README walkthrough
 def test_v1_eval_runs_locally(
     verifiers_version: str, matrix: Any, base_url: str, grader: MathGrader, tmp_path: Path
 ) -> None:
@@ -181,7 +117,8 @@ def test_v1_eval_runs_locally(
         *("--env.taskset.length-reward-weight", str(WEIGHT)),
         *("--no-push", "-o", tmp_path / "out"),
     )
-    check_scores(v1_rows(tmp_path / "out"), grader, WEIGHT, expected_rollouts=6)
+    rows = v1_rows(tmp_path / "out", WEIGHT)
+    check_scores(rows, grader, WEIGHT, expected_rollouts=6, style_of=style_of)
 
 
 # verifiers' model-free check: `validate` in 0.3.1, `vf-validate` in 0.4.0.
@@ -189,7 +126,7 @@ VALIDATE_SCRIPTS = {"0.3.1": "validate", "0.4.0": "vf-validate"}
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
+@pytest.mark.parametrize("verifiers_version", ["0.4.0"])  # 0.3.1: the README's validate
 def test_verifiers_validate_command_passes_every_gold_answer(
     verifiers_version: str, matrix: Any, tmp_path: Path
 ) -> None:
@@ -245,7 +182,7 @@ def test_v1_env_server_pool_matches_in_process(
         }
         for result in served["results"]
     ]
-    check_scores(rows, grader, WEIGHT, expected_rollouts=6)
+    check_scores(rows, grader, WEIGHT, expected_rollouts=6, style_of=style_of)
 
 
 RESOLVE_ENV_BLOCK = """
