@@ -28,31 +28,7 @@ build_matrix_venv() {
         echo "error: ci/requirements/verifiers-$version.txt is stale; regenerate it" >&2
         exit 1
     fi
-    local var="VERIFIERS_${version//./_}_PYTHON"
-    export "$var=$PWD/$venv/bin/python"
 }
-build_matrix_venv 0.2.0
-build_matrix_venv 0.4.0
-# The v1 `null` harness runs a PEP 723 script through `uv`: resolve its dependencies now, so the
-# tests can run it offline (they set UV_OFFLINE=1). The program's source moved in 0.4.0.
-warm_dir="$(mktemp -d)"
-trap 'rm -rf "$warm_dir"' EXIT
-# Importing verifiers.v1 takes seconds: read both programs at once.
-pids=()
-for python in "$main_python" "$VERIFIERS_0_4_0_PYTHON"; do
-    "$python" -c '
-try:
-    from verifiers.v1.harnesses.utils.launch import CHAT_PROGRAM_SOURCE as source
-except ImportError:
-    from verifiers.v1.harnesses.null.harness import PROGRAM_SOURCE as source
-print(source)' >"$warm_dir/program-${#pids[@]}.py" &
-    pids+=("$!")
-done
-for pid in "${pids[@]}"; do wait "$pid"; done
-for program in "$warm_dir"/program-*.py; do
-    uv sync --quiet --no-config --script "$program"
-done
-
 # The TRL venv: TRL's GRPOTrainer for the GDPO/GRPO launcher tests (tests/integration/
 # test_trl_launch.py). Built with pip, never uv: uv would resolve torch to a multi-GB CUDA build,
 # while `pip install torch==2.13.0` takes the CPU build. Everything else is pinned in
@@ -73,9 +49,37 @@ build_trl_venv() {
         echo "$broken" >&2
         exit 1
     fi
-    export TRL_PYTHON="$PWD/$venv/bin/python"
 }
-build_trl_venv
+
+# The three venvs are independent: build them at once (downloads and unpacking overlap).
+pids=()
+build_matrix_venv 0.2.0 & pids+=("$!")
+build_matrix_venv 0.4.0 & pids+=("$!")
+build_trl_venv & pids+=("$!")
+for pid in "${pids[@]}"; do wait "$pid"; done  # a failed build stops the script here (set -e)
+export VERIFIERS_0_2_0_PYTHON="$PWD/.venvs/verifiers-0.2.0/bin/python"
+export VERIFIERS_0_4_0_PYTHON="$PWD/.venvs/verifiers-0.4.0/bin/python"
+export TRL_PYTHON="$PWD/.venvs/trl/bin/python"
+
+# The v1 `null` harness runs a PEP 723 script through `uv`: resolve its dependencies now, so the
+# tests can run it offline (they set UV_OFFLINE=1). The program's source moved in 0.4.0.
+warm_dir="$(mktemp -d)"
+trap 'rm -rf "$warm_dir"' EXIT
+# Importing verifiers.v1 takes seconds: read both programs at once.
+pids=()
+for python in "$main_python" "$VERIFIERS_0_4_0_PYTHON"; do
+    "$python" -c '
+try:
+    from verifiers.v1.harnesses.utils.launch import CHAT_PROGRAM_SOURCE as source
+except ImportError:
+    from verifiers.v1.harnesses.null.harness import PROGRAM_SOURCE as source
+print(source)' >"$warm_dir/program-${#pids[@]}.py" &
+    pids+=("$!")
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+for program in "$warm_dir"/program-*.py; do
+    uv sync --quiet --no-config --script "$program"
+done
 
 # The matrix tests need `uv` on PATH (the null harness calls it); use the one found above.
 PATH="$(dirname "$(python -c 'import uv; print(uv.find_uv_bin())')"):$PATH"

@@ -18,7 +18,7 @@ import pytest
 
 from envtools.pool_eval import pool_workers
 
-ROLLOUT_TIMEOUT_S = 30
+ROLLOUT_TIMEOUT_S = 15  # a live rollout here takes about a second; a dead one waits this long
 WORKERS = 2
 ROLLOUTS = 12  # 3 tasks x 4, sent at once: every worker holds some when one is killed
 
