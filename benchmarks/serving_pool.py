@@ -14,8 +14,9 @@ interpreter, e.g. the matrix venv that `bash scripts/test.sh` builds:
     .venvs/verifiers-0.4.0/bin/python benchmarks/serving_pool.py --env fathom-rlm \
         --base-url URL --workers 1 2 4 --doc-tokens 16000 --num-examples 8 --rollouts 2
 
-`--kill-worker` (used by the tests) SIGKILLs one pool worker that holds a live sandbox while
-rollouts are in flight, waits until what that worker owned is gone, then stops the pool.
+`--kill-worker` (used by the tests): after the measured rollouts, sends them again and SIGKILLs
+one pool worker that holds a live sandbox while they are in flight, waits until what that worker
+owned is gone, then stops the pool.
 """
 
 from __future__ import annotations
@@ -172,22 +173,21 @@ async def drive(args: argparse.Namespace, workers: int) -> dict[str, Any]:
                 )
             )
 
-        if not args.kill_worker:
-            # Untimed warm-up, one rollout per worker (least-busy dispatch spreads them):
-            # each worker imports the env and starts its fork server or math-verify pool.
-            await asyncio.gather(*(rollout(tasks[i % len(tasks)]) for i in range(workers)))
+        # Untimed warm-up, one rollout per worker (least-busy dispatch spreads them):
+        # each worker imports the env and starts its fork server or math-verify pool.
+        await asyncio.gather(*(rollout(tasks[i % len(tasks)]) for i in range(workers)))
         with PeakMemory(server.pid) as memory:
             started = time.perf_counter()
             runs = [rollout(task) for task in tasks for _ in range(args.rollouts)]
-            if args.kill_worker:
-                killed = await _kill_sandbox_worker(server.pid)
-                for run in runs:
-                    run.cancel()
-                await asyncio.gather(*runs, return_exceptions=True)
-                rows: list[dict[str, Any]] = []
-            else:
-                rows = [_scores(episode) for episode in await asyncio.gather(*runs)]
+            rows = [_scores(episode) for episode in await asyncio.gather(*runs)]
             wall = time.perf_counter() - started
+        if args.kill_worker:
+            # After the measured runs, the same rollouts again, and a worker is killed mid-way.
+            runs = [rollout(task) for task in tasks for _ in range(args.rollouts)]
+            killed = await _kill_sandbox_worker(server.pid)
+            for run in runs:
+                run.cancel()
+            await asyncio.gather(*runs, return_exceptions=True)
     return {
         "workers": workers,
         "rollouts": len(rows),

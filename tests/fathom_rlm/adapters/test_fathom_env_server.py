@@ -8,8 +8,9 @@ scripted policy server on loopback.
   with `--serve.pool.type static --serve.pool.num-workers 2`.
 
 Both must report, for every rollout, the scores the core computes for the same rollout run
-in-process, and leave no process or temp file behind. A third test SIGKILLs a worker holding a
-live sandbox mid-rollout: its fork server, sandboxes and scratch directory must go with it.
+in-process, and leave no process or temp file behind. After its scored rollouts, the 0.4.0 pool
+has a worker holding a live sandbox SIGKILLed mid-rollout: its fork server, sandboxes and scratch
+directory must go with it.
 """
 
 from __future__ import annotations
@@ -61,26 +62,18 @@ def _driver(matrix: Any, kit: Any, policy_url: str, tmp_path: Path, *extra: str)
     )
 
 
-def test_env_server_pool_client_matches_in_process(
+def test_env_server_pool_matches_in_process_and_a_killed_worker_leaves_nothing(
     matrix: Any, kit: Any, policy_url: str, eval_rows: list[TaskRecord], tmp_path: Path
-) -> None:
-    run = _driver(matrix, kit, policy_url, tmp_path)
-    kit.check_clean(run)
-    (served,) = json.loads((tmp_path / "runs.json").read_text())
-    assert served["workers"] == WORKERS and served["exitcode"] == 0
-    results = [(r["data"]["row"], r["scores"]) for r in served["results"]]
-    kit.check_scores(results, eval_rows, POLICY, ROLLOUTS)
-
-
-def test_env_server_worker_killed_mid_rollout_leaves_nothing(
-    matrix: Any, kit: Any, policy_url: str, tmp_path: Path
 ) -> None:
     run = _driver(matrix, kit, policy_url, tmp_path, "--kill-worker")
     kit.check_clean(run)
     (served,) = json.loads((tmp_path / "runs.json").read_text())
+    assert served["workers"] == WORKERS and served["exitcode"] in (0, None)
+    results = [(r["data"]["row"], r["scores"]) for r in served["results"]]
+    kit.check_scores(results, eval_rows, POLICY, ROLLOUTS)
+    # Then a worker was killed with rollouts in flight: it owned a fork server with at least one
+    # live sandbox, a janitor and a scratch root, and all of it went with the worker.
     killed = served["killed"]
-    # The killed worker owned a fork server with at least one live sandbox, a janitor and a
-    # scratch root; all of it went with the worker (the driver waited for that).
     assert killed["sandboxes"] >= 1, killed
     assert killed["fork_servers"] == 1 and killed["owned_processes"] >= 3, killed
     assert len(killed["scratch"]) == 1, killed
