@@ -169,7 +169,7 @@ def parse_accepted(kind: str, answers: Sequence[str | Sequence[str]]) -> str | N
             continue
         if not isinstance(answer, str):
             return f"{where} must be a string"
-        if not normalize_answer(answer):
+        if kind == "text" and not normalize_answer(answer):
             return f"{where} is empty after normalisation"
         if kind == "number" and parse_number(answer) is None:
             return f"{where} {answer!r} is not one number"
