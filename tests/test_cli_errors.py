@@ -46,6 +46,7 @@ EVALUATE = "envtools.evaluate"
 SERVER = "envtools.policy_server"
 SFT = "envtools.sft_export"
 SFT_OUT = ("--out", "outputs/never-written.jsonl")
+USER_ROWS = "tests/fathom_rlm/userdata/fixtures"
 CASES: dict[str, Case] = {
     "evaluate --n 0": _module(EVALUATE, "--n", "0", names="--n"),
     "evaluate --n over the split": _module(EVALUATE, "--n", "201", names="--n"),
@@ -66,6 +67,25 @@ CASES: dict[str, Case] = {
     "evaluate --temperature -1": _module(EVALUATE, "--temperature", "-1", names="--temperature"),
     "evaluate --max-tokens 0": _module(EVALUATE, "--max-tokens", "0", names="--max-tokens"),
     "evaluate --out a file": _module(EVALUATE, "--out", "README.md", names="--out"),
+    "evaluate --data missing": _module(EVALUATE, "--data", MISSING, names="--data"),
+    "evaluate --data bad row": _module(
+        EVALUATE, "--data", f"{USER_ROWS}/bad_rows.jsonl", names="line 2: answer_kind"
+    ),
+    "evaluate --data bad format": _module(
+        EVALUATE, "--data", f"{USER_ROWS}/harbour.jsonl", "--format", "needle", names="line 1"
+    ),
+    "evaluate --data with --split": _module(
+        EVALUATE, "--data", f"{USER_ROWS}/harbour.jsonl", "--split", "eval", names="--split"
+    ),
+    "evaluate --format without --data": _module(EVALUATE, "--format", "oolong", names="--format"),
+    "evaluate --data with a generator-only policy": _module(
+        EVALUATE,
+        "--data",
+        f"{USER_ROWS}/harbour.jsonl",
+        "--policies",
+        "fathom-frequent-entity",
+        names="--policies",
+    ),
     "policy_server --port": _module(SERVER, "--port", "70000", names="--port"),
     "policy_server port in use": _module(SERVER, "--port", BUSY_PORT, names="--port"),
     "policy_server --fathom-doc-tokens": _module(

@@ -178,6 +178,24 @@ RUNS: dict[str, Run] = {
         expect={"outputs/eval/rollouts.jsonl": 36},
         says=("fathom-reference",),
     ),
+    "evaluate-user-rows": Run(
+        (
+            "uv run python -m envtools.evaluate --data "
+            "tests/fathom_rlm/userdata/fixtures/harbour.jsonl",
+        ),
+        expect={"outputs/eval/rollouts.jsonl": 54},  # 6 rows x 9 policies
+        says=("6 user rows from",),
+    ),
+    "evaluate-user-rows-endpoint": Run(
+        (
+            "uv run python -m envtools.evaluate --data "
+            "tests/fathom_rlm/userdata/fixtures/oolong.jsonl --format oolong --model <model> "
+            "--base-url <url>",
+        ),
+        endpoint=True,
+        expect={"outputs/eval/rollouts.jsonl": 2},
+        says=("(format `oolong`)",),
+    ),
     "documents-shapes": Run(
         ("uv run python benchmarks/fathom_documents.py --shapes",), says=("train",)
     ),
@@ -271,6 +289,10 @@ NOT_RUN: dict[str, str] = {
     (
         "pip install 'fathom-rlm[verifiers]'  # + the verifiers adapters: what vf-eval and "
         "prime-rl need"
+    ): _REGISTRY,
+    (
+        "pip install 'fathom-rlm[hub]'        # + your own rows as a datasets.Dataset (see "
+        '"Your own documents")'
     ): _REGISTRY,
     (
         "pip install gsm8k-multireward               # the core: parsing, grading, "

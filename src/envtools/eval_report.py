@@ -12,6 +12,7 @@ from typing import Any
 from fathom_rlm.documents import FAMILIES
 from fathom_rlm.rewards import COMPONENT_NAMES, REWARD_NAME
 from fathom_rlm.tokens import CHARS_PER_TOKEN
+from fathom_rlm.userdata import USER_FAMILY
 
 from envtools.policies import fathom
 from envtools.stats import DEFAULT_RESAMPLES, Estimate, mean_ci
@@ -19,6 +20,16 @@ from envtools.stats import DEFAULT_RESAMPLES, Estimate, mean_ci
 CHART_NAME = "accuracy_vs_tokens.png"
 REWARD_KEYS: tuple[str, ...] = (REWARD_NAME, *COMPONENT_NAMES)
 METRIC_KEYS: tuple[str, ...] = ("total_tokens", "tool_calls", "evidence_recall", "depth_used")
+USER_METRIC_KEYS: tuple[str, ...] = (*METRIC_KEYS, "list_partial_credit")
+"""The metrics of a run on user rows: a list row's partial credit too."""
+APPLICABLE: dict[str, str] = {
+    "recursion_efficiency": "recursion_efficiency_applicable",
+    "evidence_recall": "evidence_applicable",
+    "list_partial_credit": "list_partial_credit_applicable",
+}
+"""A score that does not apply to every row, and its flag: it is averaged over the rows where
+it applies (a user row without a depth or evidence says nothing about them)."""
+REPORT_FAMILIES: tuple[str, ...] = (*FAMILIES, USER_FAMILY)
 
 
 # ----------------------------------------------------------------------------- summaries
@@ -30,10 +41,12 @@ def summarize(
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    metric_keys: Sequence[str] = METRIC_KEYS,
 ) -> dict[str, Any]:
     """Per policy: reward and components over all rollouts (a failed rollout scores 0), metrics
-    over completed rollouts, correctness by family, and error counts. Intervals are 95%
-    percentile-bootstrap intervals over tasks."""
+    over completed rollouts, correctness by family, and error counts; a score of `APPLICABLE`
+    only over the rollouts where it applies. Intervals are 95% percentile-bootstrap intervals
+    over tasks."""
 
     def ci(values: Sequence[float]) -> dict[str, Any]:
         return mean_ci(values, resamples=resamples, seed=seed).to_dict()
@@ -44,7 +57,7 @@ def summarize(
         done = [r for r in rows if r["error"] is None]
         families: dict[str, Any] = {}
         tokens: dict[str, Any] = {}
-        for family in FAMILIES:
+        for family in REPORT_FAMILIES:
             values = [_score(r, "correctness") for r in rows if r["family"] == family]
             if values:
                 families[family] = ci(values)
@@ -54,14 +67,27 @@ def summarize(
         policies[name] = {
             "rollouts": len(rows),
             "errors": len(rows) - len(done),
-            "rewards": {k: ci([_score(r, k) for r in rows]) for k in REWARD_KEYS},
-            "metrics": {k: ci([r["scores"][k] for r in done]) for k in METRIC_KEYS},
+            "rewards": {k: ci([_score(r, k) for r in rows if _applies(r, k)]) for k in REWARD_KEYS},
+            "metrics": {
+                k: ci([r["scores"][k] for r in done if _applies(r, k)]) for k in metric_keys
+            },
             "tool_errors": sum(int(r["scores"]["tool_errors"]) for r in done),
             "ended_by": dict(Counter(r["ended_by"] or "error" for r in rows)),
             "by_family": families,
             "tokens_by_family": tokens,
         }
     return policies
+
+
+def _applies(result: dict[str, Any], key: str) -> bool:
+    """Whether the score `key` applies to this rollout's row. A failed rollout has no scores:
+    its row's depth says whether the recursion term applies; it counts for the others."""
+    flag = APPLICABLE.get(key)
+    if flag is None:
+        return True
+    if result["scores"] is not None:
+        return bool(result["scores"].get(flag, 1.0))
+    return key != "recursion_efficiency" or result.get("depth") is not None
 
 
 def _score(result: dict[str, Any], key: str) -> float:
@@ -87,6 +113,8 @@ def _table(title: str, intro: str, columns: list[str], rows: list[list[str]]) ->
 
 
 def _header(cfg: dict[str, Any], family_counts: Counter[str]) -> list[str]:
+    if cfg.get("data"):
+        return _user_header(cfg)
     return [
         "# fathom-rlm evaluation",
         "",
@@ -97,6 +125,24 @@ def _header(cfg: dict[str, Any], family_counts: Counter[str]) -> list[str]:
         + ", ".join(f"{f} {family_counts[f]}" for f in FAMILIES if family_counts[f])
         + ". Each cell is the mean with its 95% percentile-bootstrap interval over tasks "
         f"({cfg['resamples']:,} resamples, seed {cfg['seed']}).",
+    ]
+
+
+def _user_header(cfg: dict[str, Any]) -> list[str]:
+    kinds = cfg.get("answer_kinds", {})
+    return [
+        "# fathom-rlm evaluation",
+        "",
+        f"Command: `{cfg['command']}`",
+        "",
+        f"{cfg['n']} user rows from `{cfg['data']}` (format `{cfg.get('format', 'native')}`); "
+        + "answer kinds: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+        + ". Each cell is the mean with its 95% percentile-bootstrap interval over tasks "
+        f"({cfg['resamples']:,} resamples, seed {cfg['seed']}). A score that does not apply to a "
+        "row (recursion_efficiency without a stated depth, evidence recall without evidence, "
+        "list partial credit on other kinds) is averaged over the rows where it applies, and "
+        "the reward leaves its weight out (docs/rewards.md).",
     ]
 
 
@@ -161,6 +207,7 @@ def _rewards_table(policies: dict[str, Any]) -> list[str]:
 
 def _metrics_row(name: str, p: dict[str, Any]) -> list[str]:
     m = p["metrics"]
+    extra = [_estimate(m["list_partial_credit"]).format(2)] if "list_partial_credit" in m else []
     return [
         name,
         _fmt_count(_estimate(m["total_tokens"])),
@@ -169,10 +216,12 @@ def _metrics_row(name: str, p: dict[str, Any]) -> list[str]:
         _estimate(m["depth_used"]).format(2) if "depth_used" in m else "n/a",
         str(p["tool_errors"]),
         ", ".join(f"{k} {v}" for k, v in sorted(p["ended_by"].items())),
+        *extra,
     ]
 
 
 def _metrics_table(policies: dict[str, Any]) -> list[str]:
+    partial = any("list_partial_credit" in p["metrics"] for p in policies.values())
     return _table(
         "Metrics",
         "Over completed rollouts. Tokens are every model call of the rollout (root and sub-calls,"
@@ -187,13 +236,14 @@ def _metrics_table(policies: dict[str, Any]) -> list[str]:
             "depth used",
             "tool errors",
             "ended by",
+            *(["list partial credit"] if partial else []),
         ],
         [_metrics_row(name, p) for name, p in policies.items()],
     )
 
 
 def _family_tables(policies: dict[str, Any], family_counts: Counter[str]) -> list[str]:
-    families = [f for f in FAMILIES if family_counts[f]]
+    families = [f for f in REPORT_FAMILIES if family_counts[f]]
     correct = [
         [name]
         + [f"{p['by_family'][f]['mean']:.2f}" if f in p["by_family"] else "n/a" for f in families]
@@ -365,11 +415,15 @@ def _decorate(ax: Any, points: list[tuple[str, Estimate, Estimate]], cfg: dict[s
     ax.set_ylim(-0.08, 1.15)
     ax.set_xlabel("mean total tokens per rollout (log scale; root + sub-calls)")
     ax.set_ylabel("accuracy (mean correctness)")
-    ax.set_title(
-        f"fathom-rlm {cfg['split']}: accuracy vs tokens, {cfg['n']} tasks, "
-        f"{cfg['doc_tokens']:,}-token documents (95% bootstrap intervals)",
-        fontsize=10,
+    source = (
+        f"user rows ({Path(cfg['data']).name})"
+        if cfg.get("data")
+        else f"{cfg['split']}: accuracy vs tokens, {cfg['n']} tasks, "
+        f"{cfg['doc_tokens']:,}-token documents"
     )
+    if cfg.get("data"):
+        source += f": accuracy vs tokens, {cfg['n']} tasks"
+    ax.set_title(f"fathom-rlm {source} (95% bootstrap intervals)", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
 
 

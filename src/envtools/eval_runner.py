@@ -21,6 +21,7 @@ from fathom_rlm.adapters.scoring import document_text
 from fathom_rlm.agent import ChatFn, ChatReply, RolloutCaps, run_rollout
 from fathom_rlm.documents import TaskRecord, build_split
 from fathom_rlm.rewards import RewardConfig, score_rollout
+from fathom_rlm.userdata.grading import task_question
 
 from envtools.policies import fathom
 from envtools.policies.base import Policy
@@ -31,6 +32,21 @@ DEFAULT_DOC_TOKENS = 16_000
 DEFAULT_CONCURRENCY = 4
 DEFAULT_TIMEOUT_S = 300.0
 MAX_ERROR_CHARS = 500
+
+USER_ROW_POLICIES: tuple[str, ...] = (
+    "fathom-reference",
+    "fathom-reference-d2",
+    "fathom-reference-d1",
+    "fathom-reference-d0",
+    "fathom-grep-only",
+    "fathom-code-only",
+    "fathom-closed-book",
+    "fathom-format-only",
+    "fathom-copy-question",
+)
+"""The scripted policies that run on any text (the others read the generator's grammar or its
+world). On real text the reference's sub-calls are answered by a generic reader (the sentences
+that share the most words with the question), so its scores there are a floor, not a target."""
 
 
 @dataclass
@@ -228,6 +244,8 @@ async def run_one(
         "summary": None,
         "wall_s": 0.0,
     }
+    if row.source == "user":
+        out |= {"row_id": row.row_id, "answer_kind": row.answer_kind}
     transcript: list[dict[str, Any]] = []
     start = time.perf_counter()
     try:
@@ -235,7 +253,7 @@ async def run_one(
         # so a new document never stalls the other rollouts on the event loop.
         document = await document_text(row)
         record = await asyncio.wait_for(
-            run_rollout(document, row.question, contender.chat, caps, transcript=transcript),
+            run_rollout(document, task_question(row), contender.chat, caps, transcript=transcript),
             timeout_s,
         )
         config = RewardConfig.from_caps(caps)

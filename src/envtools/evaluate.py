@@ -3,8 +3,12 @@
     uv run python -m envtools.evaluate                      # every scripted fathom policy
     uv run python -m envtools.evaluate --policies fathom-reference,fathom-closed-book --n 12
     uv run python -m envtools.evaluate --model NAME --base-url http://host:port/v1
+    uv run python -m envtools.evaluate --data my_rows.jsonl   # your own documents
 
-Each policy answers a fixed, seeded sample of the `eval` split through the real agent loop,
+With `--data` the tasks are the user rows of a JSONL file (`fathom_rlm.userdata`; `--format`
+names a public row schema) instead of a synthetic split, and the default policies are those
+that run on any text (`USER_ROW_POLICIES`). Each policy answers a fixed, seeded sample of the
+`eval` split (or every user row) through the real agent loop,
 sandbox and reward, in this process: a scripted policy is called directly as the chat function; a
 model is reached with the `openai` async client. A rollout that fails (the policy raises, the
 endpoint errors, the rollout times out) is recorded with its error and scores 0 on every reward
@@ -28,6 +32,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,12 +40,14 @@ from typing import Any
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.agent import RolloutCaps
 from fathom_rlm.documents import SPLIT_SIZES, TaskRecord
+from fathom_rlm.userdata import FORMATS, UserRowError, load_rows
 
 from envtools import cli
 from envtools.eval_report import (
     CHART_NAME,
     METRIC_KEYS,
     REWARD_KEYS,
+    USER_METRIC_KEYS,
     chart_points,
     plot_accuracy_vs_tokens,
     render_report,
@@ -53,6 +60,7 @@ from envtools.eval_runner import (
     DEFAULT_TIMEOUT_S,
     MAX_ERROR_CHARS,
     SPLIT,
+    USER_ROW_POLICIES,
     Contender,
     endpoint_contender,
     evaluate,
@@ -65,6 +73,7 @@ from envtools.eval_runner import (
     scripted_contenders,
 )
 from envtools.policies import fathom
+from envtools.policies.fathom.overlap_reader import reading_any_text
 from envtools.stats import DEFAULT_RESAMPLES
 
 __all__ = [
@@ -78,6 +87,7 @@ __all__ = [
     "METRIC_KEYS",
     "REWARD_KEYS",
     "SPLIT",
+    "USER_ROW_POLICIES",
     "Contender",
     "build_parser",
     "endpoint_contender",
@@ -115,6 +125,7 @@ def run_evaluation(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    metric_keys: Sequence[str] = METRIC_KEYS,
 ) -> dict[str, Any]:
     """Evaluate, summarise and write every output; returns the results document.
 
@@ -125,7 +136,9 @@ def run_evaluation(
     if len(set(names)) != len(names):
         raise ValueError("contender names must be unique")
     started = time.perf_counter()
-    with registered_tasks(rows):
+    # On user rows the reference reads text it has no grammar for with the overlap reader.
+    any_text = reading_any_text() if any(r.source == "user" for r in rows) else nullcontext()
+    with registered_tasks(rows), any_text:
         rollouts = asyncio.run(
             evaluate(
                 contenders,
@@ -146,11 +159,10 @@ def run_evaluation(
             "cpus": os.cpu_count(),
             "wall_s": round(wall_s, 1),
         },
-        "tasks": [
-            {"task": i, "seed": r.seed, "family": r.family, "question": r.question}
-            for i, r in enumerate(rows)
-        ],
-        "policies": summarize(rollouts, names, resamples=resamples, seed=seed),
+        "tasks": [_task_entry(i, r) for i, r in enumerate(rows)],
+        "policies": summarize(
+            rollouts, names, resamples=resamples, seed=seed, metric_keys=metric_keys
+        ),
         "errors": [
             {k: r[k] for k in ("policy", "task", "family", "error")} for r in rollouts if r["error"]
         ],
@@ -169,6 +181,13 @@ def run_evaluation(
     else:
         (out_dir / CHART_NAME).unlink(missing_ok=True)
     return results
+
+
+def _task_entry(index: int, row: TaskRecord) -> dict[str, Any]:
+    entry = {"task": index, "seed": row.seed, "family": row.family, "question": row.question}
+    if row.source == "user":
+        entry |= {"id": row.row_id, "answer_kind": row.answer_kind}
+    return entry
 
 
 def failure_line(results: dict[str, Any], max_failed_share: float) -> str | None:
@@ -198,19 +217,35 @@ def build_parser() -> cli.ArgumentParser:
         "report, results.json, rollouts.jsonl and an accuracy-versus-tokens chart.",
     )
     parser.add_argument(
-        "--n", type=cli.integer(1), default=DEFAULT_N, help="tasks (default %(default)s)"
+        "--n",
+        type=cli.integer(1),
+        default=None,
+        help=f"tasks (default {DEFAULT_N}; with --data, the first N rows, default all)",
     )
     parser.add_argument(
         "--split",
         choices=tuple(SPLIT_SIZES),
-        default=SPLIT,
-        help="split the tasks are sampled from (default %(default)s)",
+        default=None,
+        help=f"split the tasks are sampled from (default {SPLIT}; not with --data)",
     )
     parser.add_argument(
         "--doc-tokens",
         type=cli.integer(MIN_DOC_TOKENS),
-        default=DEFAULT_DOC_TOKENS,
-        help="document length in tokens",
+        default=None,
+        help=f"document length in tokens (default {DEFAULT_DOC_TOKENS:,}; not with --data)",
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="a JSONL file of your own rows (document, question, answers; see the fathom-rlm "
+        "README, 'Your own documents') to evaluate on instead of a synthetic split",
+    )
+    parser.add_argument(
+        "--format",
+        choices=tuple(FORMATS),
+        default=None,
+        help="the row schema of --data (default native)",
     )
     parser.add_argument(
         "--policies",
@@ -256,18 +291,56 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if (args.model is None) != (args.base_url is None):
         parser.error("--model and --base-url go together")
-    if args.n > SPLIT_SIZES[args.split]:
-        parser.reject("--n", f"at most {SPLIT_SIZES[args.split]} (the {args.split} split)", args.n)
+    args.rows = None
+    if args.data is not None:
+        _load_data(parser, args)
+    else:
+        if args.format is not None:
+            parser.reject("--format", "--data (the file whose rows it reads)", args.format)
+        args.split = args.split or SPLIT
+        args.doc_tokens = args.doc_tokens or DEFAULT_DOC_TOKENS
+        args.n = args.n or DEFAULT_N
+        if args.n > SPLIT_SIZES[args.split]:
+            parser.reject(
+                "--n", f"at most {SPLIT_SIZES[args.split]} (the {args.split} split)", args.n
+            )
     if args.out.exists() and not args.out.is_dir():
         parser.reject("--out", "a directory (it is created when missing)", str(args.out))
     return args
 
 
+def _load_data(parser: cli.ArgumentParser, args: argparse.Namespace) -> None:
+    """Read the user rows of --data (every row checked first); a bad file or row is a usage
+    error naming the line and the field."""
+    for name in ("split", "doc_tokens"):
+        if getattr(args, name) is not None:
+            flag = "--" + name.replace("_", "-")
+            parser.reject(flag, "no value with --data (the rows bring their documents)", flag)
+    if args.policies is not None:
+        other = [p for p in args.policies if p not in USER_ROW_POLICIES]
+        if other:
+            parser.reject(
+                "--policies",
+                f"with --data, policies that run on any text ({', '.join(USER_ROW_POLICIES)})",
+                ",".join(other),
+            )
+    parser.require_file("--data", args.data, "a JSONL file of rows")
+    args.format = args.format or "native"
+    try:
+        rows = load_rows(args.data, format=args.format)
+    except UserRowError as exc:
+        parser.reject("--data", f"valid {args.format} rows", str(exc))
+    args.n = min(args.n or len(rows), len(rows))
+    args.rows = rows[: args.n]
+
+
 def _contenders(args: argparse.Namespace) -> list[Contender]:
-    """The scripted policies named (all of them without an endpoint) and the endpoint, if any."""
+    """The scripted policies named (all of them without an endpoint; with --data, those that
+    run on any text) and the endpoint, if any."""
     names = args.policies
     if names is None:
-        names = [] if args.model else list(fathom.POLICIES)
+        every = USER_ROW_POLICIES if args.data is not None else fathom.POLICIES
+        names = [] if args.model else list(every)
     contenders = scripted_contenders(names)
     if args.model:
         contenders.append(
@@ -292,6 +365,26 @@ def _run_config(
     command = "uv run python -m envtools.evaluate" + "".join(
         f" {a}" for a in (argv if argv is not None else sys.argv[1:])
     )
+    if args.data is not None:
+        kinds: dict[str, int] = {}
+        for row in args.rows:
+            kinds[row.answer_kind] = kinds.get(row.answer_kind, 0) + 1
+        source = {"data": str(args.data), "format": args.format, "answer_kinds": kinds}
+        return {
+            "command": command,
+            "source": "user rows",
+            **source,
+            "split": None,
+            "n": args.n,
+            "doc_tokens": None,
+            "seed": args.seed,
+            "resamples": args.resamples,
+            "concurrency": args.concurrency,
+            "timeout_s": args.timeout,
+            "contenders": {c.name: c.kind for c in contenders},
+            "model": args.model,
+            "base_url": args.base_url,
+        }
     return {
         "command": command,
         "split": args.split,
@@ -311,7 +404,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     contenders = _contenders(args)
     config = _run_config(args, argv, contenders)
-    rows = sample_tasks(args.n, doc_tokens=args.doc_tokens, seed=args.seed, split=args.split)
+    if args.rows is not None:
+        rows = args.rows
+    else:
+        rows = sample_tasks(args.n, doc_tokens=args.doc_tokens, seed=args.seed, split=args.split)
     print(f"evaluating {len(contenders)} policies x {len(rows)} tasks", file=sys.stderr)
     from fathom_rlm.sandbox import shutdown_fork_servers, warm_up
 
@@ -327,6 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             resamples=args.resamples,
             seed=args.seed,
             progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+            metric_keys=USER_METRIC_KEYS if args.rows is not None else METRIC_KEYS,
         )
     finally:
         shutdown_fork_servers()

@@ -6,6 +6,10 @@
 right. Ungated, "answer at once without tools" would collect the whole cost bonus for free and
 beat honest attempts while accuracy is low. The formula, the oracle costs and the correctness
 rules are explained in docs/rewards.md.
+
+On a user row (`fathom_rlm.userdata`) a term the row cannot support (recursion without a stated
+depth) is not applicable: it is reported as such (`<name>_applicable` = 0, the term 0) and its
+weight is left out, the remaining weights renormalised to the same total.
 """
 
 from __future__ import annotations
@@ -46,9 +50,15 @@ METRIC_NAMES = (
     "touched_document",
     "evidence_seen",
     "answer_chars",
+    "evidence_applicable",
+    "recursion_efficiency_applicable",
+    "list_partial_credit",
+    "list_partial_credit_applicable",
 )
 SCORE_NAMES = (REWARD_NAME, *COMPONENT_NAMES, *METRIC_NAMES)
-"""Every key `score_rollout` returns, in a fixed order."""
+"""Every key `score_rollout` returns, in a fixed order: the same keys for every row, so a mixed
+batch averages key by key. A value that does not apply to a row is 0 with its `*_applicable`
+flag 0, so the mean over the rows where it applies is sum(value) / sum(flag)."""
 
 
 # Oracle plan cost per family beyond the reading every plan must do (see `oracle_tokens`):
@@ -89,7 +99,12 @@ class RewardConfig:
     max_slice_chars: int = 12_000
     """The rollout's slice cap (kept equal to the caps by `from_caps`)."""
     require_evidence: bool = True
-    """Correctness also needs some supporting evidence to have entered a model's context."""
+    """Correctness also needs some supporting evidence to have entered a model's context
+    (on rows that name their evidence)."""
+    user_fixed_tokens: int = 10_000
+    """User rows: the oracle's cost beyond reading (a search-then-read plan's overhead)."""
+    user_reading_share: float = 0.5
+    """User rows: the share of the document's tokens the oracle reads (see `oracle_tokens`)."""
 
     @classmethod
     def from_caps(cls, caps: RolloutCaps | None, **overrides: Any) -> RewardConfig:
@@ -190,8 +205,17 @@ def combined_reward(
     budget: float,
     efficiency: float,
     config: RewardConfig | None = None,
+    *,
+    recursion_applicable: bool = True,
 ) -> float:
+    """format × correctness × (base + budget term + recursion term). Without the recursion
+    term (not applicable) the base and budget weights are scaled up to the same total."""
     cfg = config or RewardConfig()
+    if not recursion_applicable:
+        total = cfg.base_weight + cfg.budget_weight + cfg.recursion_weight
+        rest = cfg.base_weight + cfg.budget_weight
+        scale = total / rest if rest > 0 else 0.0
+        return fmt * correct * scale * (cfg.base_weight + cfg.budget_weight * budget)
     return (
         fmt
         * correct
@@ -221,8 +245,16 @@ def oracle_tokens(task: TaskRecord, config: RewardConfig | None = None) -> int:
     `region` (every sentence of it must be judged), nothing otherwise (the fixed part already
     holds the few windows a search-then-read plan reads). fixed(family) is the
     measured median cost of the depth-matched reference on `train` minus its reading.
+
+    A user row has no family plan to measure, and its question may need one passage or the
+    whole text: T* = `user_fixed_tokens` + `user_reading_share` × the document's tokens. With
+    k = 3 the term reaches 0 at 1.5 readings of the whole document plus 3× the overhead, so a
+    plan that reads everything once still earns about 1/3, and one that searches and reads a
+    few passages earns close to 1.
     """
     cfg = config or RewardConfig()
+    if task.source == "user":
+        return cfg.user_fixed_tokens + math.ceil(cfg.user_reading_share * task.doc_tokens)
     family = task.family
     fixed = int(cfg.oracle_fixed_tokens.get(family, cfg.default_fixed_tokens))
     reading = 0
@@ -297,6 +329,34 @@ def evidence_seen(record: RolloutRecord, spans: Sequence[Sequence[int]], documen
 # ------------------------------------------------------------------------------- scoring
 
 
+def user_correctness(
+    answer: str | None,
+    task: TaskRecord,
+    *,
+    touched_document: bool = True,
+    evidence_seen: bool = True,
+    max_answer_chars: int = 64,
+) -> tuple[float, float]:
+    """(correctness, list partial credit) of a user row's answer: the row's kind grades it
+    (`fathom_rlm.userdata.grading`), under the synthetic vetoes: an untouched document, no
+    evidence seen (rows with evidence), an answer over the row's cap (`answer_char_cap`), and
+    an answer that holds the whole question. A user question may contain its own answer (the
+    choices of a multiple-choice row), so an answer that is a part of the question is graded."""
+    from fathom_rlm.userdata.grading import answer_char_cap, grade_answer
+
+    if answer is None or not touched_document or not evidence_seen:
+        return 0.0, 0.0
+    answer = answer.strip()
+    if not answer or len(answer) > answer_char_cap(task, max_answer_chars):
+        return 0.0, 0.0
+    # Normalised, the choice "A" is empty (an article); the copy check needs words to compare.
+    a, q = _normalize(answer), _normalize(task.question)
+    if a and _contains_words(a, q):
+        return 0.0, 0.0
+    grade = grade_answer(answer, task)
+    return float(grade.correct), float(grade.partial or 0.0)
+
+
 def score_rollout(
     record: RolloutRecord,
     task: TaskRecord,
@@ -306,42 +366,63 @@ def score_rollout(
 ) -> dict[str, float]:
     """Every reward component and metric for one rollout, under the names in `SCORE_NAMES`.
 
-    `document` is the task's document text; if omitted it is regenerated (and cached) from the
-    task's seed, which only evidence recall needs.
+    `document` is the task's document text; if omitted it is regenerated from the task's seed
+    (cached) or taken from the document store (a user row); only the evidence terms need it.
     """
     cfg = config or RewardConfig()
     spans = task.spans
     if spans and document is None:
-        from fathom_rlm.documents import get_document
+        from fathom_rlm.documents.store import task_document
 
-        document = get_document(task.seed, task.doc_tokens).text
+        document = task_document(task)
     fmt = format_gate(record.final_message)
     answer = single_answer(record.final_message)
+    # A synthetic row always has its evidence and depth; a user row may state neither.
+    evidence_applies = bool(spans) or task.source != "user"
+    recursion_applies = task.depth is not None
     seen = evidence_seen(record, spans, document or "") if cfg.require_evidence else True
-    correct = correctness(
-        answer,
-        task.answer,
-        task.aliases,
-        question=task.question,
-        touched_document=record.touched_document,
-        evidence_seen=seen,
-        max_answer_chars=cfg.max_answer_chars,
-    )
+    partial = 0.0
+    if task.source == "user":
+        correct, partial = user_correctness(
+            answer,
+            task,
+            touched_document=record.touched_document,
+            evidence_seen=seen or not evidence_applies,
+            max_answer_chars=cfg.max_answer_chars,
+        )
+    else:
+        correct = correctness(
+            answer,
+            task.answer,
+            task.aliases,
+            question=task.question,
+            touched_document=record.touched_document,
+            evidence_seen=seen,
+            max_answer_chars=cfg.max_answer_chars,
+        )
     oracle = oracle_tokens(task, cfg)
     budget = token_budget(record.budget_tokens, oracle, cfg.budget_k)
-    required = task.depth
-    efficiency = recursion_efficiency(reading_depth(record, spans, document or ""), required)
+    required = task.depth if task.depth is not None else 0
+    efficiency = (
+        recursion_efficiency(reading_depth(record, spans, document or ""), required)
+        if recursion_applies
+        else 0.0
+    )
     gate = fmt * correct
     shown_answer = answer if answer is not None else " ".join(answer_blocks(record.final_message))
     scores = {
-        REWARD_NAME: combined_reward(fmt, correct, budget, efficiency, cfg),
+        REWARD_NAME: combined_reward(
+            fmt, correct, budget, efficiency, cfg, recursion_applicable=recursion_applies
+        ),
         "format_gate": fmt,
         "correctness": correct,
         "token_budget": budget,
         "recursion_efficiency": efficiency,
         "gated_token_budget": gate * budget,
         "gated_recursion_efficiency": gate * efficiency,
-        "evidence_recall": evidence_recall(record, spans, document or ""),
+        "evidence_recall": evidence_recall(record, spans, document or "")
+        if evidence_applies
+        else 0.0,
         "root_tokens": record.root_tokens,
         "sub_tokens": record.sub_tokens,
         "total_tokens": record.total_tokens,
@@ -356,7 +437,11 @@ def score_rollout(
         "required_depth": required,
         "turns": record.turns,
         "touched_document": record.touched_document,
-        "evidence_seen": seen,
+        "evidence_seen": seen if evidence_applies else False,
         "answer_chars": len(shown_answer.strip()),
+        "evidence_applicable": evidence_applies,
+        "recursion_efficiency_applicable": recursion_applies,
+        "list_partial_credit": fmt * partial,
+        "list_partial_credit_applicable": task.answer_kind == "list",
     }
     return {name: float(scores[name]) for name in SCORE_NAMES}

@@ -32,18 +32,19 @@ def build_rows(args: FathomArguments) -> list[TaskRecord]:
 
 
 def load_document(task: TaskRecord) -> str:
-    """The task's document, regenerated from its seed (the core caches recent seeds)."""
-    from fathom_rlm.documents import get_document
+    """The task's document: regenerated from its seed (the core caches recent seeds), or a user
+    row's text from the process's document store (`fathom_rlm.documents.store`)."""
+    from fathom_rlm.documents.store import task_document
 
-    return get_document(task.seed, task.doc_tokens).text
+    return task_document(task)
 
 
 async def document_text(task: TaskRecord) -> str:
-    """`load_document` for async callers: off the event loop, built once for concurrent callers
-    (`fathom_rlm.documents.aget_document`)."""
-    from fathom_rlm.documents import aget_document
+    """`load_document` for async callers: a synthetic document is built off the event loop,
+    once for concurrent callers (`fathom_rlm.documents.aget_document`)."""
+    from fathom_rlm.documents.store import atask_document
 
-    return (await aget_document(task.seed, task.doc_tokens)).text
+    return await atask_document(task)
 
 
 def reward_config(args: FathomArguments) -> RewardConfig:

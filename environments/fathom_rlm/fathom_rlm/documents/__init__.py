@@ -23,6 +23,7 @@ from .inflight import aget_document
 from .render import Chapter
 from .seeds import SPLIT_SEED_BASE, split_of_seed
 from .splits import SPLIT_SIZES, build_split, split_seeds, split_tasks
+from .store import DOCUMENTS, atask_document, task_document
 from .tasks import (
     DEFAULT_FAMILY_MIX,
     FAMILIES,
@@ -44,6 +45,7 @@ from .world import World
 __all__ = [
     "CHARS_PER_TOKEN",
     "DEFAULT_FAMILY_MIX",
+    "DOCUMENTS",
     "FAMILIES",
     "GENERATOR_VERSION",
     "SPLIT_SEED_BASE",
@@ -60,6 +62,7 @@ __all__ = [
     "TaskRecordError",
     "World",
     "aget_document",
+    "atask_document",
     "build_split",
     "check_task",
     "generate_document",
@@ -74,4 +77,5 @@ __all__ = [
     "split_of_seed",
     "split_seeds",
     "split_tasks",
+    "task_document",
 ]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from fathom_rlm.documents import TaskRecord
 from fathom_rlm.tokens import CHARS_PER_TOKEN
+from fathom_rlm.userdata.grading import task_question
 
 
 @dataclass
@@ -25,7 +26,8 @@ class TaskIndex:
 
     def register(self, rows: Iterable[TaskRecord]) -> None:
         for row in rows:
-            self.rows[_question_key(row.question)] = row
+            # Keyed by the question as the model is asked it (a user row's answer line too).
+            self.rows[_question_key(task_question(row))] = row
 
     def lookup(self, question: str) -> TaskRecord | None:
         key = _question_key(question)

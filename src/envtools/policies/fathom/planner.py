@@ -30,6 +30,7 @@ from fathom_rlm.agent import prompts
 
 from envtools.policies.base import ChatResult
 from envtools.policies.fathom import flat
+from envtools.policies.fathom.overlap_reader import content_terms, read_any_text
 from envtools.policies.fathom.protocol import (
     CALLS_PER_TURN,
     CHAPTER_RANGE,
@@ -319,7 +320,11 @@ class FathomReference:
                 quotes = [*cell.order, *(q for q in quotes if q not in cell.order)]
             next_names += [n for n in cell.next_names if n not in next_names]
         leads = [t for n in reversed(next_names) for t in name_terms(n) if t not in searched]
-        unread = [t for t in search_terms(question) if t not in searched]
+        wanted = search_terms(question)
+        if read_any_text() and not _parses(question):
+            # Any text: its names and longest content words (no answer line, no choices).
+            wanted = content_terms(question)
+        unread = [t for t in wanted if t not in searched]
         # Follow the newest lead (a chain's next name, an alias) first, then the names of the
         # question not read yet; the first cell reads all of those, round robin.
         terms = leads[:1] or unread
@@ -354,6 +359,16 @@ class FathomReference:
     def final(self, view: View, answer: str) -> dict[str, Any]:
         """The root's last message; attacks override this to break the answer."""
         return answer_message(answer)
+
+
+def _parses(question: str) -> bool:
+    from fathom_rlm.documents import QuestionParseError, parse_question
+
+    try:
+        parse_question(question)
+    except QuestionParseError:
+        return False
+    return True
 
 
 class ReferenceDepth2(FathomReference):

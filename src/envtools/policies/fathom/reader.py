@@ -27,6 +27,7 @@ from fathom_rlm.documents.grammar import RETRACTED
 
 from envtools.audit.answering import CHAIN_STEPS, answer_from_facts, count_from_facts, next_hop
 from envtools.audit.grammar_reader import read_aliases, read_facts
+from envtools.policies.fathom.overlap_reader import read_any_text, read_by_overlap
 from envtools.policies.fathom.protocol import NOT_FOUND, partial_answer, split_prompt
 
 _SETTLED_ONLY_WHEN_COMPLETE = frozenset({"temporal"})
@@ -145,7 +146,8 @@ def read_slice(prompt: str, text: str, *, complete: bool = False) -> str:
     try:
         intent = parse_question(question)
     except QuestionParseError:
-        return NOT_FOUND
+        # On user rows, text without the generator's grammar: the generic overlap reader.
+        return read_by_overlap(prompt, text, complete=complete) if read_any_text() else NOT_FOUND
     if intent.family == "aggregation":
         return str(count_from_facts(intent, read_facts(text)))
     # One text: every alias introduction first (an alias is read only after it was introduced,

@@ -1,0 +1,318 @@
+"""User rows: a JSONL file of documents, questions and accepted answers, as task records.
+
+One JSON object a line (blank lines are skipped)::
+
+    {"id": "optional string",
+     "document": "the text"            or  "document_path": "relative to the JSONL file",
+     "question": "...",
+     "answers": [accepted, ...]        or  "answer": accepted,
+     "answer_kind": "text" | "number" | "year" | "list" | "choice",    (default "text")
+     "tolerance": 0.5,                 (kind "number": absolute, default 0)
+     "evidence": [{"start": 0, "end": 10}, ...] or ["a quoted passage", ...],
+     "depth": 1}                       (the recursion depth the question needs)
+
+Every row is checked before any is returned (nothing is half-loaded); the first bad row raises
+a `UserRowError` whose one-line message names the file, the line and the field. Loading puts
+each document in the process's document store (`fathom_rlm.documents.store`) under its content
+hash, and each record carries only that key, so records stay small.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from numbers import Integral, Real
+from pathlib import Path
+from typing import Any
+
+from fathom_rlm.documents.store import DOCUMENTS, document_id
+from fathom_rlm.documents.tasks.record import ANSWER_KINDS, TaskRecord
+from fathom_rlm.tokens import CHARS_PER_TOKEN
+from fathom_rlm.userdata.grading import parse_accepted
+
+__all__ = [
+    "MAX_RECORD_BYTES",
+    "NATIVE_KEYS",
+    "USER_FAMILY",
+    "RowFieldError",
+    "UserRowError",
+    "load_rows",
+    "parse_row",
+    "records_from_rows",
+]
+
+NATIVE_KEYS = frozenset(
+    {
+        "id",
+        "document",
+        "document_path",
+        "question",
+        "answers",
+        "answer",
+        "answer_kind",
+        "tolerance",
+        "evidence",
+        "depth",
+    }
+)
+USER_FAMILY = "user"
+"""The `family` of every user record (reports group rows by family)."""
+MAX_RECORD_BYTES = 8_000
+"""Largest JSON form of one record: task rows travel whole through trainers (verifiers v1
+keeps task data under 10 KB), so a question or answer list larger than this is an error."""
+
+
+class UserRowError(ValueError):
+    """A user row that cannot be served; the message is one line naming the row and field."""
+
+
+class RowFieldError(ValueError):
+    """What is wrong with one field of a row (the loader adds where the row is)."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class ParsedRow:
+    """A checked row, its document read, not yet in the store."""
+
+    row_id: str | None
+    document: str
+    question: str
+    answers: tuple[str | tuple[str, ...], ...]
+    answer_kind: str
+    tolerance: float
+    spans: tuple[tuple[int, int], ...]
+    depth: int | None
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _answer_value(value: Any, kind: str, field: str) -> str | tuple[str, ...]:
+    """An accepted answer as the grader reads it: a string (a JSON number becomes its text),
+    or for kind "list" a tuple of strings."""
+    if isinstance(value, bool) or value is None:
+        raise RowFieldError(field, f"an accepted answer is a string or a number, not {value!r}")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Real):
+        number = float(value)
+        if not math.isfinite(number):
+            raise RowFieldError(field, f"an accepted answer must be a finite number, not {value}")
+        return str(int(number)) if number.is_integer() else repr(number)
+    if isinstance(value, Sequence):
+        if kind != "list":
+            raise RowFieldError(field, f"a list is an accepted answer only of kind list ({kind})")
+        items = list(value)
+        if not all(isinstance(x, str) for x in items):
+            raise RowFieldError(field, "the items of a list answer must be strings")
+        return tuple(items)
+    raise RowFieldError(field, f"an accepted answer is a string, a number or a list, not {value!r}")
+
+
+def _answers(row: Mapping[str, Any], kind: str) -> tuple[str | tuple[str, ...], ...]:
+    if ("answers" in row) == ("answer" in row):
+        raise RowFieldError("answers", "give exactly one of answers (a list) and answer")
+    if "answer" in row:
+        return (_answer_value(row["answer"], kind, "answer"),)
+    values = row["answers"]
+    if isinstance(values, str) or not isinstance(values, Sequence) or not values:
+        raise RowFieldError("answers", "must be a non-empty list of accepted answers")
+    if kind == "list" and all(isinstance(v, str) for v in values):
+        raise RowFieldError(
+            "answers", 'of a list row is a list of lists (or use "answer": [items])'
+        )
+    return tuple(_answer_value(v, kind, "answers") for v in values)
+
+
+def _document(row: Mapping[str, Any], base: Path) -> str:
+    if ("document" in row) == ("document_path" in row):
+        raise RowFieldError("document", "give exactly one of document and document_path")
+    if "document" in row:
+        text = row["document"]
+        if not isinstance(text, str):
+            raise RowFieldError("document", f"must be a string, not {type(text).__name__}")
+    else:
+        name = row["document_path"]
+        if not isinstance(name, str) or not name:
+            raise RowFieldError("document_path", "must be a non-empty path string")
+        path = base / name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            problem = f"cannot read {name!r}: {_one_line(reason)}"
+            raise RowFieldError("document_path", problem) from None
+    if not text.strip():
+        raise RowFieldError("document_path" if "document_path" in row else "document", "empty")
+    return text
+
+
+def _evidence(value: Any, document: str) -> tuple[tuple[int, int], ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise RowFieldError("evidence", "must be a list of {start, end} ranges or passages")
+    spans: list[tuple[int, int]] = []
+    for item in value:
+        if isinstance(item, str):
+            if not item.strip():
+                raise RowFieldError("evidence", "an empty passage")
+            start = document.find(item)
+            if start < 0:
+                raise RowFieldError("evidence", f"passage not in the document: {_one_line(item)!r}")
+            span = (start, start + len(item))
+        elif isinstance(item, Mapping):
+            if set(item) != {"start", "end"}:
+                raise RowFieldError("evidence", f"a range has exactly start and end: {item!r}")
+            start, end = item["start"], item["end"]
+            if any(isinstance(x, bool) or not isinstance(x, Integral) for x in (start, end)):
+                raise RowFieldError("evidence", f"start and end must be integers: {item!r}")
+            if not 0 <= start < end <= len(document):
+                raise RowFieldError(
+                    "evidence", f"range {start}:{end} is not inside the {len(document)} characters"
+                )
+            span = (int(start), int(end))
+        else:
+            raise RowFieldError("evidence", f"an item is a range or a passage, not {item!r}")
+        if span not in spans:
+            spans.append(span)
+    return tuple(spans)
+
+
+def parse_row(row: Any, base: Path) -> ParsedRow:
+    """Check one native row (a JSON object); `base` is the folder `document_path` is relative
+    to. A `RowFieldError` names the first bad field."""
+    if not isinstance(row, Mapping):
+        raise RowFieldError("row", f"must be a JSON object, not {type(row).__name__}")
+    unknown = sorted(str(k) for k in row if k not in NATIVE_KEYS)
+    if unknown:
+        raise RowFieldError(unknown[0], f"unknown key (known: {', '.join(sorted(NATIVE_KEYS))})")
+    row_id = row.get("id")
+    if row_id is not None and (isinstance(row_id, bool) or not isinstance(row_id, str | int)):
+        raise RowFieldError("id", f"must be a string, not {type(row_id).__name__}")
+    question = row.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise RowFieldError("question", "missing or not a non-empty string")
+    kind = row.get("answer_kind", "text")
+    if kind not in ANSWER_KINDS:
+        raise RowFieldError("answer_kind", f"must be one of {', '.join(ANSWER_KINDS)}: {kind!r}")
+    answers = _answers(row, kind)
+    problem = parse_accepted(kind, answers)
+    if problem:
+        raise RowFieldError("answers" if "answers" in row else "answer", problem)
+    tolerance = row.get("tolerance", 0)
+    if "tolerance" in row and kind != "number":
+        raise RowFieldError("tolerance", f"applies to answer_kind number only, not {kind}")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, Real) or not tolerance >= 0:
+        raise RowFieldError("tolerance", f"must be a number >= 0, not {tolerance!r}")
+    depth = row.get("depth")
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, Integral)):
+        raise RowFieldError("depth", f"must be an integer, not {depth!r}")
+    if depth is not None and not 0 <= depth <= 8:
+        raise RowFieldError("depth", f"must be from 0 to 8, not {depth}")
+    document = _document(row, base)
+    return ParsedRow(
+        row_id=None if row_id is None else str(row_id),
+        document=document,
+        question=question,
+        answers=answers,
+        answer_kind=kind,
+        tolerance=float(tolerance),
+        spans=_evidence(row.get("evidence"), document),
+        depth=None if depth is None else int(depth),
+    )
+
+
+def _record(parsed: ParsedRow, key: str) -> TaskRecord:
+    if parsed.answer_kind == "list":
+        lists = tuple(a for a in parsed.answers if isinstance(a, tuple))
+        answer, aliases = ", ".join(lists[0]), ()
+    else:
+        lists = ()
+        texts = [a for a in parsed.answers if isinstance(a, str)]
+        answer, aliases = texts[0], tuple(texts[1:])
+    return TaskRecord(
+        question=parsed.question,
+        answer=answer,
+        aliases=aliases,
+        seed=0,
+        family=USER_FAMILY,
+        depth=parsed.depth,
+        spans=parsed.spans,
+        doc_tokens=math.ceil(len(parsed.document) / CHARS_PER_TOKEN),
+        region=None,
+        source="user",
+        document_id=key,
+        answer_kind=parsed.answer_kind,
+        tolerance=parsed.tolerance,
+        answer_lists=lists,
+        row_id=parsed.row_id,
+    )
+
+
+def records_from_rows(
+    rows: Sequence[Any], base: Path | str = ".", *, format: str = "native", where: str = "row"
+) -> list[TaskRecord]:
+    """Records of in-memory rows (`where` names them in errors: "row 3"); `format` names the
+    row schema (`fathom_rlm.userdata.formats.FORMATS`)."""
+    return _load([(i, row) for i, row in enumerate(rows, 1)], Path(base), format, where)
+
+
+def load_rows(path: Path | str, *, format: str = "native") -> list[TaskRecord]:
+    """The records of a JSONL file of user rows (see the module docstring); `format` names a
+    public row schema mapped onto the native row (`fathom_rlm.userdata.formats`)."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise UserRowError(f"{path}: cannot read the rows: {_one_line(reason)}") from None
+    numbered: list[tuple[int, Any]] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            numbered.append((number, json.loads(line)))
+        except ValueError as exc:
+            raise UserRowError(f"{path}: line {number}: not JSON: {_one_line(exc)}") from None
+    if not numbered:
+        raise UserRowError(f"{path}: no rows")
+    return _load(numbered, path.parent, format, f"{path}: line")
+
+
+def _load(
+    numbered: Sequence[tuple[int, Any]], base: Path, format: str, where: str
+) -> list[TaskRecord]:
+    from fathom_rlm.userdata.formats import to_native
+
+    parsed: list[ParsedRow] = []
+    ids: dict[str, int] = {}
+    for number, raw in numbered:
+        try:
+            row = parse_row(to_native(format, raw), base)
+            if row.row_id is not None and row.row_id in ids:
+                raise RowFieldError("id", f"{row.row_id!r} repeats row {ids[row.row_id]}")
+            record = _record(row, document_id(row.document))
+            size = len(json.dumps(record.to_json()).encode("utf-8"))
+            if size > MAX_RECORD_BYTES:
+                raise RowFieldError(
+                    "question",
+                    f"the row's record is {size:,} bytes, over {MAX_RECORD_BYTES:,} (question "
+                    "and answers travel in every task row; put long text in the document)",
+                )
+        except RowFieldError as exc:
+            raise UserRowError(f"{where} {number}: {exc}") from None
+        if row.row_id is not None:
+            ids[row.row_id] = number
+        parsed.append(row)
+    # Only once every row is good do the documents enter the store.
+    return [_record(row, DOCUMENTS.put(row.document)) for row in parsed]

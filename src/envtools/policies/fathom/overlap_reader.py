@@ -1,0 +1,169 @@
+"""The generic slice reader: what the scripted reference reads on text it has no grammar for.
+
+The slice reader (`reader`) understands only the generator's question grammar and sentence
+shapes; on a user's own document it would answer every sub-call "not found". When a run is on
+user rows (`reading_any_text()`), a question the grammar does not parse goes to this reader
+instead. It is deliberately simple, a word-overlap baseline and no model: it returns the
+sentences of its text that share the most content words with the question (as evidence a
+caller can pass on), and, asked to conclude, pulls an answer of the asked kind out of the best
+of them (a number, a year, the choice whose words overlap most, else the capitalised words the
+question does not contain). Like the slice reader it sees only its prompt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import re
+from collections.abc import Iterator
+
+from fathom_rlm.userdata.grading import answer_instruction
+
+from envtools.policies.fathom.protocol import NOT_FOUND, partial_answer, search_terms, split_prompt
+
+__all__ = [
+    "content_terms",
+    "read_any_text",
+    "read_by_overlap",
+    "reading_any_text",
+    "split_instruction",
+]
+
+_ANY_TEXT: contextvars.ContextVar[bool] = contextvars.ContextVar("any_text", default=False)
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|\n|$)")
+_SENTENCE_HEAD = re.compile(r"[^.!?]*[.!?]*")
+_STOP = frozenset(
+    re.findall(
+        r"\w+",
+        "a an the of to in on at by for from with and or but not no is are was were be been "
+        "being do does did has have had it its this that these those what which who whom whose "
+        "where when why how many much there their they them he she his her him i you we our as "
+        "into than then so if all any each more most some such only own same other about after "
+        "before answer letter choice number year item items separated commas right text question",
+    )
+)
+_KINDS = ("number", "year", "list", "choice")
+_MAX_QUOTES = 2
+
+
+@contextlib.contextmanager
+def reading_any_text() -> Iterator[None]:
+    """Within this context (and tasks started in it) the reference reads questions its grammar
+    does not parse with the overlap reader."""
+    token = _ANY_TEXT.set(True)
+    try:
+        yield
+    finally:
+        _ANY_TEXT.reset(token)
+
+
+def read_any_text() -> bool:
+    return _ANY_TEXT.get()
+
+
+def split_instruction(question: str) -> tuple[str, str]:
+    """(the question without its answer line, the answer kind that line asks for, "text")."""
+    for kind in _KINDS:
+        line = answer_instruction(kind)
+        if question.rstrip().endswith(line):
+            return question.rstrip()[: -len(line)].rstrip(), kind
+    return question, "text"
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 1}
+
+
+def _body(question: str) -> str:
+    """The question without its answer line and without the choices of a choice question."""
+    return re.split(r"\n\s*\(?[A-D]\)", split_instruction(question)[0])[0]
+
+
+def content_terms(question: str, n: int = 3) -> list[str]:
+    """Words to grep for in any text: up to two names of the question, then its longest
+    content words, `n` in all."""
+    body = _body(question)
+    words = sorted(dict.fromkeys(w for w in _WORD.findall(body) if w.lower() not in _STOP))
+    words.sort(key=len, reverse=True)
+    names = [t for t in search_terms(body) if t.lower() not in _STOP]
+    terms = [*names[:2], *(w for w in words if len(w) > 3)]
+    return list(dict.fromkeys(terms))[:n]
+
+
+def _best_sentences(question: str, text: str) -> list[str]:
+    asked = _words(question)
+    sentences = [" ".join(m.group(0).split()) for m in _SENTENCE.finditer(text[:200_000])]
+    sentences = [s for s in sentences if s]
+    scored = []
+    for i, sentence in enumerate(sentences):
+        hits = len(asked & _words(sentence))
+        if hits and len(sentence) >= 10:
+            # With the sentence after it: the answer often follows ("He did it to ...").
+            after = sentences[i + 1] if i + 1 < len(sentences) else ""
+            scored.append((-hits, i, f"{sentence} {after}".strip()))
+    if not scored:
+        return []
+    best = -min(s[0] for s in scored)
+    # One shared word is chance when the question has several to share.
+    if best < min(2, len(asked)):
+        return []
+    # Only the best-sharing sentences, each ending in a full stop so that quotes joined by a
+    # caller stay sentences apart (a heading has none).
+    top = [s for hits, _, s in sorted(scored) if -hits == best][:_MAX_QUOTES]
+    return [s if s[-1] in ".!?" else s + "." for s in top]
+
+
+def _choices(question: str) -> dict[str, str]:
+    return {m.group(1): m.group(2) for m in re.finditer(r"^\s*\(([A-Z])\)\s*(.+)$", question, re.M)}
+
+
+def _extract(question: str, kind: str, quotes: list[str]) -> str:
+    text = " ".join(quotes)
+    if kind == "choice":
+        choices = _choices(question)
+        said = _words(text)
+        scored = sorted((-len(_words(t) & said), letter) for letter, t in choices.items())
+        return scored[0][1] if scored and scored[0][0] < 0 else NOT_FOUND
+    if kind in ("number", "year"):
+        pattern = r"\b\d{3,4}\b" if kind == "year" else r"-?\d[\d,]*(?:\.\d+)?"
+        asked = set(re.findall(pattern, question))
+        found = [x for x in re.findall(pattern, text) if x not in asked]
+        return found[0].rstrip(",") if found else NOT_FOUND
+    asked = _words(question)
+    # The best sentences themselves first, then the sentences that follow them.
+    heads = " ".join(_SENTENCE_HEAD.match(q).group(0) for q in quotes)  # type: ignore[union-attr]
+
+    def names(part: str) -> list[str]:
+        runs = re.findall(r"[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*", part)
+        return [r for r in runs if not (_words(r) & asked) and r.lower() not in _STOP]
+
+    if kind == "list":
+        # "... handled timber, salt fish, wool and slate": the words of a series.
+        series = re.search(r"([\w' -]+(?:, [\w' -]+)+,? (?:and|or) [\w' -]+)", text)
+        if series:
+            items = re.split(r",? (?:and|or) |, ", series.group(1))
+            items[0] = items[0].split()[-1]
+            return ", ".join(i.strip() for i in items if i.strip())
+        return ", ".join(dict.fromkeys(names(text))) or NOT_FOUND
+    fresh = names(heads)
+    if fresh:
+        return fresh[0]
+    # No new name: the last word of a best sentence the question does not have ("... is
+    # juniper.").
+    new = [w for w in _WORD.findall(heads) if w.lower() not in _STOP | asked]
+    return new[-1] if new else (names(text) or [NOT_FOUND])[0]
+
+
+def read_by_overlap(prompt: str, text: str, *, complete: bool = False) -> str:
+    """The overlap reader's answer to `prompt` about `text`: with `complete` an answer of the
+    asked kind from the best sentences; otherwise those sentences as evidence (`partial |
+    evidence: ...`), or "not found" when no sentence shares enough words with the question."""
+    question, _known = split_prompt(prompt)
+    body, kind = split_instruction(question)
+    quotes = _best_sentences(_body(question), text)
+    if not quotes:
+        return NOT_FOUND
+    if complete:
+        return _extract(body, kind, quotes)
+    return partial_answer(quotes, [])
