@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from numbers import Real
 from typing import Any
 
-from fathom_rlm.userdata.rows import RowFieldError
+from fathom_rlm.userdata.errors import RowFieldError
 
 __all__ = ["CHOICE_LETTERS", "FORMATS", "insert_needle", "to_native"]
 

@@ -30,6 +30,8 @@ from typing import Any
 from fathom_rlm.documents.store import DOCUMENTS, document_id
 from fathom_rlm.documents.tasks.record import ANSWER_KINDS, TaskRecord
 from fathom_rlm.tokens import CHARS_PER_TOKEN
+from fathom_rlm.userdata.errors import RowFieldError, UserRowError
+from fathom_rlm.userdata.formats import to_native
 from fathom_rlm.userdata.grading import parse_accepted
 
 __all__ = [
@@ -62,19 +64,6 @@ USER_FAMILY = "user"
 MAX_RECORD_BYTES = 8_000
 """Largest JSON form of one record: task rows travel whole through trainers (verifiers v1
 keeps task data under 10 KB), so a question or answer list larger than this is an error."""
-
-
-class UserRowError(ValueError):
-    """A user row that cannot be served; the message is one line naming the row and field."""
-
-
-class RowFieldError(ValueError):
-    """What is wrong with one field of a row (the loader adds where the row is)."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
-        self.field = field
-        self.problem = problem
 
 
 @dataclass(frozen=True)
@@ -292,8 +281,6 @@ def load_rows(path: Path | str, *, format: str = "native") -> list[TaskRecord]:
 def _load(
     numbered: Sequence[tuple[int, Any]], base: Path, format: str, where: str
 ) -> list[TaskRecord]:
-    from fathom_rlm.userdata.formats import to_native
-
     parsed: list[ParsedRow] = []
     ids: dict[str, int] = {}
     for number, raw in numbered:
