@@ -11,6 +11,7 @@ stage merged onto its base, resolved by `resolve_env_config` on verifiers 0.3.1 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 import shutil
@@ -21,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Both resolve tests of a verifiers version read one process's output: keep them on one worker.
+pytestmark = pytest.mark.xdist_group("test_prime_rl_configs")
 
 REPO = Path(__file__).parents[2]
 CONFIG_DIR = REPO / "orchestrator_configs" / "prime-rl"
@@ -48,6 +52,9 @@ for block in json.loads(sys.argv[1]):
         "harness_config": agent.harness.model_dump(mode="json"),
         "runtime": agent.runtime.type,
         "rollout_timeout": agent.timeout.rollout,
+        "reward_weights": {
+            name: reward.weight for name, reward in getattr(taskset.task, "rewards", {}).items()
+        },
     }))
 """
 
@@ -186,12 +193,38 @@ def test_curriculum_runs_16k_to_200k_on_one_run() -> None:
     assert [s for _, s in steps] == sorted({s for _, s in steps}), "max_steps is cumulative"
 
 
+def stack_blocks() -> list[tuple[str, dict[str, Any]]]:
+    """(stack name, env block) of every train and eval source of every stack."""
+    return [(name, block) for name, config in stacks().items() for block in env_blocks(config)]
+
+
+def swapped_blocks() -> list[dict[str, Any]]:
+    """The first fathom and gsm8k blocks, each with a field of the other taskset."""
+    (fathom,) = env_blocks(load(FATHOM))[:1]
+    (gsm8k,) = env_blocks(load(GSM8K))[:1]
+    return [
+        {**fathom, "taskset": {**fathom["taskset"], "length_threshold_tokens": 512}},
+        {**gsm8k, "taskset": {**gsm8k["taskset"], "doc_tokens": 16000}},
+    ]
+
+
+def resolved(matrix: Any, verifiers_version: str) -> list[dict[str, Any]]:
+    """What verifiers' loader makes of every stack block, then of the swapped blocks."""
+    python = Path(sys.executable) if verifiers_version == "0.3.1" else matrix.python("0.4.0")
+    return _resolve_all(python)
+
+
+@functools.cache
+def _resolve_all(python: Path) -> list[dict[str, Any]]:
+    # One process per interpreter for both tests (importing `verifiers.v1` takes seconds).
+    return resolve(python, [block for _, block in stack_blocks()] + swapped_blocks())
+
+
 @pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
 def test_env_blocks_resolve_with_verifiers(matrix: Any, verifiers_version: str) -> None:
-    python = Path(sys.executable) if verifiers_version == "0.3.1" else matrix.python("0.4.0")
-    named = [(name, block) for name, config in stacks().items() for block in env_blocks(config)]
-    resolved = resolve(python, [block for _, block in named])
-    for (name, block), got in zip(named, resolved, strict=True):
+    named = stack_blocks()
+    results = resolved(matrix, verifiers_version)[: len(named)]
+    for (name, block), got in zip(named, results, strict=True):
         assert "error" not in got, f"{name}: {got.get('error')}"
         taskset_id = block["taskset"]["id"]
         expected_taskset = {
@@ -207,20 +240,18 @@ def test_env_blocks_resolve_with_verifiers(matrix: Any, verifiers_version: str) 
             assert got["harness_config"]["request_timeout"] == block["agent"]["harness"].get(
                 "request_timeout", 600.0
             )
+        else:
+            # The TOML's length weight reaches the task's reward of that name.
+            weight = block["taskset"].get("length_reward_weight", 1.0)
+            assert got["reward_weights"]["length_reward"] == weight, name
+            assert (got["env_class"], got["harness"]) == ("LocalEnv", "NullHarness"), name
         expected_timeout = block["agent"].get("timeout", {}).get("rollout")
         assert got["rollout_timeout"] == expected_timeout, name
 
 
 @pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
 def test_a_field_of_the_other_taskset_is_refused(matrix: Any, verifiers_version: str) -> None:
-    python = Path(sys.executable) if verifiers_version == "0.3.1" else matrix.python("0.4.0")
-    (fathom,) = env_blocks(load(FATHOM))[:1]
-    (gsm8k,) = env_blocks(load(GSM8K))[:1]
-    swapped = [
-        {**fathom, "taskset": {**fathom["taskset"], "length_threshold_tokens": 512}},
-        {**gsm8k, "taskset": {**gsm8k["taskset"], "doc_tokens": 16000}},
-    ]
-    first, second = resolve(python, swapped)
+    first, second = resolved(matrix, verifiers_version)[len(stack_blocks()) :]
     assert "length_threshold_tokens" in first.get("error", "")
     assert "doc_tokens" in second.get("error", "")
 

@@ -4,13 +4,13 @@ Each test runs the version's own `vf-eval` as a subprocess of the matching venv 
 scripted policy server on loopback, then checks the saved results: both reward names are there,
 each value equals what the core computes for the same completion, and the total is
 correct + weight x length. The workspace's own version (0.3.1) runs the README walkthrough's
-commands in tests/test_readme_commands.py, with the same checks (tests/support/gsm8k_runs.py).
+commands in tests/test_readme_commands.py, with the same checks (tests/support/gsm8k_runs.py);
+the prime-rl config's env block is resolved on both versions in tests/configs.
 """
 
 from __future__ import annotations
 
 import json
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,6 @@ REPO = Path(__file__).resolve().parents[2]
 # The ladder answers the fixture's questions in turn as these policies would.
 LADDER = ["gold", "verbose", "wrong", "noanswer", "gold", "verbose"]
 WEIGHT = 0.5
-PRIME_RL_TOML = REPO / "orchestrator_configs" / "prime-rl" / "gsm8k-multireward-grpo.toml"
 
 
 class LadderPolicy:
@@ -183,56 +182,6 @@ def test_v1_env_server_pool_matches_in_process(
         for result in served["results"]
     ]
     check_scores(rows, grader, WEIGHT, expected_rollouts=6, style_of=style_of)
-
-
-RESOLVE_ENV_BLOCK = """
-import json, sys
-from pydantic import ValidationError
-from verifiers.v1.utils.loaders import environment_class, resolve_env_config
-
-good, bad = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-config = resolve_env_config(good)
-try:
-    resolve_env_config(bad)
-    refused = ""
-except ValidationError as error:
-    refused = str(error)
-print(json.dumps({
-    "env_config": type(config).__name__,
-    "env": environment_class(config.taskset.id).__name__,
-    "taskset_config": type(config.taskset).__name__,
-    "taskset": config.taskset.model_dump(mode="json"),
-    "harness": config.agent.harness.id,
-    "runtime": config.agent.runtime.type,
-    "refused": refused,
-}))
-"""
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)  # a vf-eval run takes minutes on a loaded 2-core machine
-@pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
-def test_prime_rl_source_resolves_with_verifiers_loader(
-    verifiers_version: str, matrix: Any, tmp_path: Path
-) -> None:
-    config = tomllib.loads(PRIME_RL_TOML.read_text())
-    (source,) = config["orchestrator"]["train"]["source"]
-    assert config["orchestrator"]["group_size"] > 1
-    assert config["orchestrator"]["train"]["sampling"]["max_completion_tokens"] > 0
-    # An argument the taskset does not have must be refused: the loader is strict.
-    bad = {**source["env"], "taskset": {**source["env"]["taskset"], "length_threshold": 5}}
-    python = matrix.python(verifiers_version)
-    argv = [python, "-c", RESOLVE_ENV_BLOCK, json.dumps(source["env"]), json.dumps(bad)]
-    resolved = json.loads(matrix.run(argv, tmp_path).stdout.strip().splitlines()[-1])
-    assert resolved["env_config"] == "LocalEnvConfig" and resolved["env"] == "LocalEnv"
-    assert resolved["taskset_config"] == "GSM8KMultirewardTasksetConfig"
-    assert (resolved["harness"], resolved["runtime"]) == ("null", "subprocess")
-    taskset = resolved["taskset"]
-    for field, value in source["env"]["taskset"].items():
-        assert taskset[field] == value
-    weight = source["env"]["taskset"].get("length_reward_weight", 1.0)
-    assert taskset["task"]["rewards"]["length_reward"]["weight"] == weight
-    assert "length_threshold" in resolved["refused"]
 
 
 PACKAGE_SURFACE = """

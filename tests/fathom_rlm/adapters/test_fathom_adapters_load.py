@@ -7,11 +7,16 @@ Taskset). Each probe runs in the cell's interpreter and prints JSON.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Both probes of verifiers 0.3.1 come from one process: keep its tests on one worker.
+pytestmark = pytest.mark.xdist_group("test_fathom_adapters_load")
 
 _LEGACY = r"""
 import json
@@ -26,7 +31,7 @@ try:
     unknown = None
 except Exception as exc:  # verifiers wraps the TypeError in a RuntimeError
     unknown = str(exc)
-print(json.dumps({
+print(json.dumps({"legacy": {
     "class": type(env).__name__,
     "rows": len(rows),
     "tools": sorted(t.name for t in env.tool_defs),
@@ -34,7 +39,7 @@ print(json.dumps({
     "prompt_chars": sum(len(m["content"] or "") for m in row["prompt"]),
     "unknown": unknown,
     "all": fathom_rlm.__all__,
-}))
+}}))
 """
 
 _V1 = r"""
@@ -53,7 +58,7 @@ try:
     legacy = "loaded"
 except ImportError as exc:
     legacy = str(exc)
-print(json.dumps({
+print(json.dumps({"v1": {
     "env": type(env).__name__,
     "taskset": taskset_class("fathom-rlm").__name__,
     "tasksets_exported": sum(issubclass(c, vf.Taskset) for c in exported),
@@ -64,21 +69,32 @@ print(json.dumps({
     "data_keys": sorted(tasks[0].data.row),
     "data_chars": len(tasks[0].data.model_dump_json()),
     "legacy": legacy,
-}))
+}}))
 """
 
 
-def _probe(python: Any, script: str) -> dict[str, Any]:
+# The APIs each version has; one process per version probes them all (importing verifiers.v1
+# alone takes seconds), and both tests of 0.3.1 read it.
+PROBES = {"0.2.0": (_LEGACY,), "0.3.1": (_LEGACY, _V1), "0.4.0": (_V1,)}
+
+
+def _probe(matrix: Any, verifiers_version: str, api: str) -> dict[str, Any]:
+    return _run_probes(matrix.python(verifiers_version), PROBES[verifiers_version])[api]
+
+
+@functools.cache
+def _run_probes(python: Path, scripts: tuple[str, ...]) -> dict[str, Any]:
     result = subprocess.run(
-        [str(python), "-c", script], capture_output=True, text=True, timeout=300
+        [str(python), "-c", "\n".join(scripts)], capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr[-4000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    return {api: out for line in lines for api, out in line.items()}
 
 
 @pytest.mark.parametrize("verifiers_version", ["0.2.0", "0.3.1"])
 def test_legacy_loads_by_id(matrix: Any, kit: Any, verifiers_version: str) -> None:
-    out = _probe(matrix.python(verifiers_version), _LEGACY)
+    out = _probe(matrix, verifiers_version, "legacy")
     assert out["class"] == "FathomLegacyEnv"
     assert out["rows"] == 2
     assert out["tools"] == ["llm", "repl"]
@@ -94,7 +110,7 @@ _V1_EXPORTS = ["FathomTaskset", "FathomHarness", "FathomEnv"]
 
 @pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
 def test_v1_loads_by_id(matrix: Any, kit: Any, verifiers_version: str) -> None:
-    out = _probe(matrix.python(verifiers_version), _V1)
+    out = _probe(matrix, verifiers_version, "v1")
     assert out["env"] == "FathomEnv"
     assert out["taskset"] == "FathomTaskset"
     assert out["tasksets_exported"] == 1
