@@ -371,6 +371,7 @@ NOT_RUN: dict[str, str] = {
     ): _GPU,
     "uv run rl @ orchestrator_configs/prime-rl/gsm8k-multireward-grpo.toml": _GPU,
     "uv run rl @ orchestrator_configs/prime-rl/fathom-rlm-grpo.toml": _GPU,
+    "uv run rl @ orchestrator_configs/prime-rl/fathom-rlm-mixed.toml": _GPU,
     (
         "uv run rl @ orchestrator_configs/prime-rl/fathom-rlm-grpo.toml                    "
         "   # stage 1"
@@ -435,6 +436,10 @@ NOT_RUN: dict[str, str] = {
     "python scripts/validate_prime_rl.py --prime-rl PATH/TO/prime-rl --python python3.12": (
         "needs a prime-rl checkout and its Python 3.12 venv"
     ),
+    (
+        "python scripts/validate_prime_rl.py --prime-rl PATH/TO/prime-rl --python python3.12 "
+        "orchestrator_configs/prime-rl/fathom-rlm-mixed.toml"
+    ): "needs a prime-rl checkout and its Python 3.12 venv",
     "python -m venv .venvs/trl": (
         "the TRL venv recipe: the next lines install from a package registry"
     ),
