@@ -5,8 +5,8 @@ The whole-file parse needs prime-rl's own config package (Python 3.12, not on Py
 (see `test_whole_files_parse_with_prime_rl`). What runs everywhere is the part prime-rl hands to
 verifiers: each `[...source.env]` block, train and eval, of each base file and of each curriculum
 stage merged onto its base, resolved by `resolve_env_config` on verifiers 0.3.1 (main venv) and
-0.4.0 (matrix venv). The mixed file's user-rows source (`source`, a JSONL file of rows) resolves
-only where the taskset has that field.
+0.4.0 (matrix venv). The mixed file's user-rows block needs the taskset's `source` argument (a
+JSONL file of rows).
 """
 
 from __future__ import annotations
