@@ -76,6 +76,8 @@ for stack in json.loads(sys.argv[1]):
         "sources": [
             {
                 "name": source.resolved_name,
+                # A train source's sampling weight among the train sources; None for eval.
+                "ratio": source.ratio if i < len(config.orchestrator.train.source) else None,
                 "taskset": type(source.env.taskset).__name__,
                 "fields": source.env.taskset.model_dump(
                     exclude={"id", "task"}, exclude_unset=True, mode="json"
@@ -83,7 +85,7 @@ for stack in json.loads(sys.argv[1]):
                 "harness": type(source.env.agent.harness).__name__,
                 "runtime": source.env.agent.runtime.type,
             }
-            for source in [*config.orchestrator.train.source, *eval_sources]
+            for i, source in enumerate([*config.orchestrator.train.source, *eval_sources])
         ],
     }))
 """
@@ -225,7 +227,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"data {result['data']}"
                 if result["config"] == "SFTConfig"
                 else "; ".join(
-                    f"{s['name']}: {s['taskset']} {s['fields']}"
+                    f"{s['name']}"
+                    + (f" (ratio {s['ratio']:g})" if s.get("ratio") is not None else "")
+                    + f": {s['taskset']} {s['fields']}"
                     for s in result["sources"]  # type: ignore[union-attr]
                 )
             )

@@ -78,6 +78,14 @@ MEASURES = (
         r"conversations",
         r"\d[\d,]*\s?conversations|\d[\d,]* of \d[\d,]* rollouts",
     ),
+    # The same policies on the synthetic split and on real text (the public-domain fixture),
+    # side by side: a score stated beside "real text" anywhere else would drift from that table.
+    Measure(
+        "synthetic and real text",
+        "docs/evaluation.md",
+        r"real text|real-text|public-domain",
+        SCORE,
+    ),
     # Scores of the scripted policies are the evaluation's; other pages (the reward audit, the
     # adapters' docs) measure their own runs, so only the READMEs, which summarise, are checked.
     Measure(

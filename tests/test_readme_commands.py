@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -128,6 +129,39 @@ class Run:
     # Checks of what the run wrote, given the copy it ran in: the scores a command reports are
     # the core's, so the verifiers version it runs on needs no second run in the matrix tests.
     check: Callable[[Path], None] | None = None
+
+
+TRANSFER_POLICIES = "fathom-reference,fathom-closed-book,fathom-grep-only,fathom-code-only"
+
+
+def transfer_column(side: int, out: str) -> Callable[[Path], None]:
+    """A check that one side of docs/evaluation.md's synthetic-and-real table (0: synthetic,
+    1: real text) states what the run wrote to `out`: the table is the run's, not an older one."""
+
+    def score(cell: dict[str, float]) -> str:
+        return f"{cell['mean']:.3f} [{cell['low']:.3f}, {cell['high']:.3f}]"
+
+    def tokens(cell: dict[str, float]) -> str:
+        return f"{cell['mean']:,.0f} [{cell['low']:,.0f}, {cell['high']:,.0f}]"
+
+    def check(copy: Path) -> None:
+        results = json.loads((copy / out / "results.json").read_text(encoding="utf-8"))
+        page = (ROOT / "docs" / "evaluation.md").read_text(encoding="utf-8")
+        section = page.split("### Synthetic and real text", 1)[1]
+        rows = [line for line in section.splitlines() if line.startswith("| fathom-")]
+        assert len(rows) == len(results["policies"]), rows
+        for row in rows:
+            policy, *cells = (c.strip() for c in row.strip("|").split("|"))
+            got = results["policies"][policy]
+            stated = (cells[side], cells[2 + side], cells[4 + side])
+            measured = (
+                score(got["rewards"]["correctness"]),
+                score(got["rewards"]["reward"]),
+                tokens(got["metrics"]["total_tokens"]),
+            )
+            assert stated == measured, f"{policy}: docs {stated}, run {measured}"
+
+    return check
 
 
 RUNS: dict[str, Run] = {
@@ -248,6 +282,27 @@ RUNS: dict[str, Run] = {
         says=("| fathom-rlm[verifiers] |",),
         registry=True,
     ),
+    # The synthetic and real-text columns of docs/evaluation.md (15 s each): run, and the
+    # documented table compared with what the run wrote.
+    "evaluate-synthetic-32k": Run(
+        (
+            "uv run python -m envtools.evaluate --doc-tokens 32000 --n 62 --policies "
+            f"{TRANSFER_POLICIES} --out outputs/eval-synthetic-32k",
+        ),
+        expect={"outputs/eval-synthetic-32k/rollouts.jsonl": 248},  # 62 tasks x 4 policies
+        says=("62 tasks of the `eval` split",),
+        check=transfer_column(0, "outputs/eval-synthetic-32k"),
+    ),
+    "evaluate-public-domain": Run(
+        (
+            "uv run python -m envtools.evaluate --data "
+            "environments/fathom_rlm/fathom_rlm/data/public_domain/questions.jsonl --policies "
+            f"{TRANSFER_POLICIES} --out outputs/eval-public-domain",
+        ),
+        expect={"outputs/eval-public-domain/rollouts.jsonl": 248},  # 62 rows x 4 policies
+        says=("62 user rows from",),
+        check=transfer_column(1, "outputs/eval-public-domain"),
+    ),
     "sft-export": Run(
         (
             "uv run python -m envtools.sft_export --policy fathom-reference --split train --n 16 "
@@ -316,6 +371,7 @@ NOT_RUN: dict[str, str] = {
     ): _GPU,
     "uv run rl @ orchestrator_configs/prime-rl/gsm8k-multireward-grpo.toml": _GPU,
     "uv run rl @ orchestrator_configs/prime-rl/fathom-rlm-grpo.toml": _GPU,
+    "uv run rl @ orchestrator_configs/prime-rl/fathom-rlm-mixed.toml": _GPU,
     (
         "uv run rl @ orchestrator_configs/prime-rl/fathom-rlm-grpo.toml                    "
         "   # stage 1"
@@ -380,6 +436,10 @@ NOT_RUN: dict[str, str] = {
     "python scripts/validate_prime_rl.py --prime-rl PATH/TO/prime-rl --python python3.12": (
         "needs a prime-rl checkout and its Python 3.12 venv"
     ),
+    (
+        "python scripts/validate_prime_rl.py --prime-rl PATH/TO/prime-rl --python python3.12 "
+        "orchestrator_configs/prime-rl/fathom-rlm-mixed.toml"
+    ): "needs a prime-rl checkout and its Python 3.12 venv",
     "python -m venv .venvs/trl": (
         "the TRL venv recipe: the next lines install from a package registry"
     ),

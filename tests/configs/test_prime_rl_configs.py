@@ -5,7 +5,8 @@ The whole-file parse needs prime-rl's own config package (Python 3.12, not on Py
 (see `test_whole_files_parse_with_prime_rl`). What runs everywhere is the part prime-rl hands to
 verifiers: each `[...source.env]` block, train and eval, of each base file and of each curriculum
 stage merged onto its base, resolved by `resolve_env_config` on verifiers 0.3.1 (main venv) and
-0.4.0 (matrix venv).
+0.4.0 (matrix venv). The mixed file's user-rows block needs the taskset's `source` argument (a
+JSONL file of rows).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ REPO = Path(__file__).parents[2]
 CONFIG_DIR = REPO / "orchestrator_configs" / "prime-rl"
 FATHOM = CONFIG_DIR / "fathom-rlm-grpo.toml"
 GSM8K = CONFIG_DIR / "gsm8k-multireward-grpo.toml"
+MIXED = CONFIG_DIR / "fathom-rlm-mixed.toml"
 STAGES = sorted((CONFIG_DIR / "fathom-rlm-grpo-curriculum").glob("*.toml"))
 
 # Resolves each env block given on argv (a JSON list); prints one JSON line per block, with the
@@ -79,7 +81,7 @@ def load(*paths: Path) -> dict[str, Any]:
 
 
 def stacks() -> dict[str, dict[str, Any]]:
-    named = {FATHOM.name: load(FATHOM), GSM8K.name: load(GSM8K)}
+    named = {FATHOM.name: load(FATHOM), GSM8K.name: load(GSM8K), MIXED.name: load(MIXED)}
     named.update({f"{FATHOM.name} @ {stage.name}": load(FATHOM, stage) for stage in STAGES})
     return named
 
@@ -96,6 +98,8 @@ def resolve(python: Path, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         capture_output=True,
         text=True,
         timeout=600,
+        # A relative `source` is read from the working directory, as prime-rl's would be.
+        cwd=REPO,
     )
     assert result.returncode == 0, result.stderr[-4000:]
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
@@ -193,6 +197,45 @@ def test_curriculum_runs_16k_to_200k_on_one_run() -> None:
     assert [s for _, s in steps] == sorted({s for _, s in steps}), "max_steps is cumulative"
 
 
+# Where the fathom taskset reads a user's rows instead of a generated split; the split's own
+# arguments do not apply to them.
+USER_ROWS_FIELD = "source"
+SPLIT_FIELDS = ("split", "doc_tokens", "family_mix")
+
+
+def test_the_mixed_file_draws_synthetic_tasks_and_user_rows_by_ratio() -> None:
+    from fathom_rlm.userdata import load_rows
+
+    mixed, base = load(MIXED), load(FATHOM)
+    synthetic, user = mixed["orchestrator"]["train"]["source"]
+    assert synthetic["name"] != user["name"], "prime-rl refuses two sources of one name"
+    assert synthetic["env"]["taskset"]["id"] == user["env"]["taskset"]["id"] == "fathom-rlm"
+    # The generated split on one side, the user's rows (and nothing of a split) on the other.
+    assert USER_ROWS_FIELD not in synthetic["env"]["taskset"]
+    assert synthetic["env"]["taskset"]["split"] == "train"
+    assert not set(SPLIT_FIELDS) & set(user["env"]["taskset"])
+    rows = load_rows(REPO / user["env"]["taskset"][USER_ROWS_FIELD])
+    assert len(rows) > 0 and all(r.source == "user" for r in rows)
+    # The ratios are sampling weights: the documented 0.7 / 0.3 shares.
+    ratios = [synthetic["ratio"], user["ratio"]]
+    assert all(r > 0 for r in ratios)
+    assert [r / sum(ratios) for r in ratios] == pytest.approx([0.7, 0.3])
+    # Both sides run under the same caps, harness, runtime and episode cap.
+    caps = {k: v for k, v in synthetic["env"]["taskset"].items() if k not in SPLIT_FIELDS}
+    assert {k: v for k, v in user["env"]["taskset"].items() if k != USER_ROWS_FIELD} == caps
+    assert synthetic["env"]["agent"] == user["env"]["agent"]
+    # Everything else is the curriculum base's: restated in full, it must not drift from it.
+    varies = {"max_steps", "seq_len", "run"}
+    assert {k: v for k, v in mixed.items() if k not in varies | {"orchestrator"}} == {
+        k: v for k, v in base.items() if k not in varies | {"orchestrator"}
+    }
+    assert {k: v for k, v in mixed["orchestrator"].items() if k != "train"} == {
+        k: v for k, v in base["orchestrator"].items() if k != "train"
+    }
+    assert mixed["orchestrator"]["train"]["sampling"] == base["orchestrator"]["train"]["sampling"]
+    assert mixed["run"]["name"] != base["run"]["name"], "a run of its own, not a curriculum stage"
+
+
 def stack_blocks() -> list[tuple[str, dict[str, Any]]]:
     """(stack name, env block) of every train and eval source of every stack."""
     return [(name, block) for name, config in stacks().items() for block in env_blocks(config)]
@@ -233,6 +276,9 @@ def test_env_blocks_resolve_with_verifiers(matrix: Any, verifiers_version: str) 
         }[taskset_id]
         assert got["taskset_config"] == expected_taskset, name
         for field, value in block["taskset"].items():
+            if field == "source":  # the same file, whether kept relative or made absolute
+                assert (REPO / got["taskset"][field]).resolve() == (REPO / value).resolve(), name
+                continue
             assert got["taskset"][field] == value, f"{name}: {field}"
         assert got["runtime"] == block["agent"]["runtime"]["type"], name
         if taskset_id == "fathom-rlm":
@@ -279,5 +325,5 @@ def test_whole_files_parse_with_prime_rl() -> None:
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     ok_lines = [line for line in result.stdout.splitlines() if line.startswith("OK ")]
-    # The two GRPO files, each curriculum stack and the SFT warm-start file.
-    assert len(ok_lines) == 3 + len(STAGES), result.stdout
+    # The two GRPO files, the mixed file, each curriculum stack and the SFT warm-start file.
+    assert len(ok_lines) == 4 + len(STAGES), result.stdout
