@@ -1,7 +1,8 @@
 """Every Python file of the environments, `packages/`, `src/` and `benchmarks/` stays small
 enough to read whole.
 
-A file over 600 lines or a function over 80 lines is split along its seams, not allowed to grow.
+A file over 600 lines (450 in the environments, the shipped packages) or a function over 80
+lines is split along its seams, not allowed to grow.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_FILE_LINES = 600
+MAX_ENVIRONMENT_FILE_LINES = 450
 MAX_FUNCTION_LINES = 80
 
 
@@ -29,9 +31,11 @@ def test_no_file_over_the_line_limit() -> None:
     long_files = {}
     for path in _sources():
         lines = path.read_text(encoding="utf-8").count("\n")
-        if lines > MAX_FILE_LINES:
-            long_files[str(path.relative_to(ROOT))] = lines
-    assert long_files == {}, f"files over {MAX_FILE_LINES} lines: {long_files}"
+        name = str(path.relative_to(ROOT))
+        limit = MAX_ENVIRONMENT_FILE_LINES if name.startswith("environments/") else MAX_FILE_LINES
+        if lines > limit:
+            long_files[name] = (lines, limit)
+    assert long_files == {}, f"files over their line limit (lines, limit): {long_files}"
 
 
 def test_no_function_over_the_line_limit() -> None:

@@ -15,13 +15,13 @@ weight is left out, the remaining weights renormalised to the same total.
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fathom_rlm.agent.answer import answer_blocks, single_answer
 from fathom_rlm.agent.record import RolloutRecord
+from fathom_rlm.evidence import evidence_recall, evidence_seen, reading_depth
 from fathom_rlm.tokens import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
@@ -264,68 +264,6 @@ def oracle_tokens(task: TaskRecord, config: RewardConfig | None = None) -> int:
     return fixed + reading
 
 
-# ------------------------------------------------------------------------------ evidence
-
-
-def evidence_recall(record: RolloutRecord, spans: Sequence[Sequence[int]], document: str) -> float:
-    """Share of supporting spans shown anywhere: inside a shown document range, or verbatim
-    inside a text a tool returned or a sub-call was shown. 1.0 when the task has no spans."""
-    if not spans:
-        return 1.0
-    texts = "\x00".join(record.shown_texts)
-    hit = 0
-    for s, e in spans:
-        s, e = int(s), int(e)
-        in_range = any(a <= s and e <= b for a, b in record.shown_ranges)
-        if in_range or (texts and document[s:e] in texts):
-            hit += 1
-    return hit / len(spans)
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def _support_pieces(spans: Sequence[Sequence[int]], document: str) -> list[str]:
-    """The sentences (20+ characters) of the supporting spans."""
-    pieces = (p.strip() for s, e in spans for p in _SENTENCE_END.split(document[int(s) : int(e)]))
-    return [p for p in pieces if len(p) >= 20]
-
-
-def reading_depth(record: RolloutRecord, spans: Sequence[Sequence[int]], document: str) -> int:
-    """Deepest level at which a sub-call read a supporting sentence of its own text (the depth
-    the recursion term credits). A level whose sub-call read only other text (60 characters of
-    chapter 1 handed down to count as a level) earns nothing. Without spans (nothing to
-    support), every level that read text counts (`RolloutRecord.depth_used`)."""
-    pieces = _support_pieces(spans, document)
-    if not pieces:
-        return record.depth_used
-    depth = 0
-    for sub in record.sub_calls:
-        if sub.depth > depth and sub.read_chars > 0:
-            read = "\x00".join(sub.read_texts)
-            if any(p in read for p in pieces):
-                depth = sub.depth
-    return depth
-
-
-def evidence_seen(record: RolloutRecord, spans: Sequence[Sequence[int]], document: str) -> bool:
-    """Whether any supporting span was at least partly shown: a shown range covering half of it,
-    or one of its sentences (20+ characters) verbatim in a shown text. Lenient on purpose: it
-    only separates answers backed by some reading from guesses that never met the evidence."""
-    if not spans:
-        return True
-    texts = "\x00".join(record.shown_texts)
-    for s, e in spans:
-        s, e = int(s), int(e)
-        for a, b in record.shown_ranges:
-            if min(b, e) - max(a, s) >= (e - s) / 2:
-                return True
-        pieces = (p.strip() for p in _SENTENCE_END.split(document[s:e]))
-        if texts and any(len(p) >= 20 and p in texts for p in pieces):
-            return True
-    return False
-
-
 # ------------------------------------------------------------------------------- scoring
 
 
@@ -357,6 +295,35 @@ def user_correctness(
     return float(grade.correct), float(grade.partial or 0.0)
 
 
+def graded_answer(
+    answer: str | None,
+    task: TaskRecord,
+    touched_document: bool,
+    evidence_seen: bool,
+    config: RewardConfig,
+) -> tuple[float, float]:
+    """(correctness, list partial credit): a user row graded by its answer kind, a synthetic
+    row by its gold and aliases (no partial credit)."""
+    if task.source == "user":
+        return user_correctness(
+            answer,
+            task,
+            touched_document=touched_document,
+            evidence_seen=evidence_seen,
+            max_answer_chars=config.max_answer_chars,
+        )
+    correct = correctness(
+        answer,
+        task.answer,
+        task.aliases,
+        question=task.question,
+        touched_document=touched_document,
+        evidence_seen=evidence_seen,
+        max_answer_chars=config.max_answer_chars,
+    )
+    return correct, 0.0
+
+
 def score_rollout(
     record: RolloutRecord,
     task: TaskRecord,
@@ -381,25 +348,9 @@ def score_rollout(
     evidence_applies = bool(spans) or task.source != "user"
     recursion_applies = task.depth is not None
     seen = evidence_seen(record, spans, document or "") if cfg.require_evidence else True
-    partial = 0.0
-    if task.source == "user":
-        correct, partial = user_correctness(
-            answer,
-            task,
-            touched_document=record.touched_document,
-            evidence_seen=seen or not evidence_applies,
-            max_answer_chars=cfg.max_answer_chars,
-        )
-    else:
-        correct = correctness(
-            answer,
-            task.answer,
-            task.aliases,
-            question=task.question,
-            touched_document=record.touched_document,
-            evidence_seen=seen,
-            max_answer_chars=cfg.max_answer_chars,
-        )
+    correct, partial = graded_answer(
+        answer, task, record.touched_document, seen or not evidence_applies, cfg
+    )
     oracle = oracle_tokens(task, cfg)
     budget = token_budget(record.budget_tokens, oracle, cfg.budget_k)
     required = task.depth if task.depth is not None else 0
