@@ -1,7 +1,7 @@
 """Serving an openenv-core environment to clients it does not trust (see `settings` for the
 limits, `middleware` for where they are enforced, `quotas` for model-endpoint budgets)."""
 
-from openenv_guard.app import RowResetArgs, add_error_handlers, guard_app, serve
+from openenv_guard.app import RowResetArgs, add_error_handlers, guard_app, guarded_env_app, serve
 from openenv_guard.client import TokenClient, TokenEnvClient
 from openenv_guard.flags import add_config_arguments, config_values
 from openenv_guard.middleware import ServingGuard
@@ -44,6 +44,7 @@ __all__ = [
     "fail_at_start",
     "guard_app",
     "guard_settings",
+    "guarded_env_app",
     "offload",
     "serve",
 ]

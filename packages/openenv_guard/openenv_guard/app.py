@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from openenv.core.env_server.http_server import create_app
+from openenv.core.env_server.types import ConcurrencyConfig
 from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_guard.middleware import ServingGuard, describe_errors
@@ -25,6 +29,36 @@ class RowResetArgs(BaseModel):
     seed: int | None = Field(None, ge=0, description="row = seed modulo the row count")
     episode_id: str | None = Field(None, max_length=255)
     task_index: int | None = Field(None, ge=0, description="the row to pose")
+
+
+def guarded_env_app(
+    make_env: Callable[[], Any],
+    action_model: type[BaseModel],
+    observation_model: type[BaseModel],
+    *,
+    env_name: str,
+    settings: GuardSettings,
+    close: Callable[[], None],
+    quotas: ClientQuotas | None = None,
+) -> ServingGuard:
+    """openenv-core's app for one environment (`make_env` builds a session's), behind the
+    guard, with `/healthz`; `close` (blocking, run off the event loop) releases what the
+    server process holds when the app shuts down."""
+    app = create_app(
+        make_env,
+        action_model,
+        observation_model,
+        env_name=env_name,
+        # Idle sessions are closed by the guard (it counts only time spent waiting for the
+        # client, not a slow model call), so openenv-core's own reaper stays off.
+        concurrency_config=ConcurrencyConfig(max_concurrent_envs=settings.max_sessions),
+    )
+
+    async def close_process_resources() -> None:
+        await asyncio.to_thread(close)
+
+    app.router.on_shutdown.append(close_process_resources)
+    return guard_app(app, settings, RowResetArgs, action_model, quotas)
 
 
 def guard_app(

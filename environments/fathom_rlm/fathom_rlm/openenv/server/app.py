@@ -12,23 +12,19 @@ size, depth and argument checks, idle and life timeouts, quotas: see docs/servin
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
-from openenv.core.env_server.http_server import create_app
-from openenv.core.env_server.types import ConcurrencyConfig
 from openenv_guard import (
     ClientQuotas,
     GuardSettings,
-    RowResetArgs,
     add_config_arguments,
     add_guard_arguments,
     check_endpoint_url,
     config_values,
     fail_at_start,
-    guard_app,
     guard_settings,
+    guarded_env_app,
     serve,
 )
 from openenv_guard.middleware import ServingGuard
@@ -46,24 +42,18 @@ ENDPOINT_PREFIX = "llm_"
 
 
 def create_fathom_app(options: ServerOptions, settings: GuardSettings) -> ServingGuard:
-    """openenv-core's app for fathom-rlm behind the guard (with `/healthz`)."""
+    """openenv-core's app for fathom-rlm behind the guard (with `/healthz`); the process's
+    sandbox fork server and scratch root close with it."""
     quotas = ClientQuotas(settings)
-    app = create_app(
+    return guarded_env_app(
         lambda: FathomEnvironment(options, quotas),
         FathomAction,
         FathomObservation,
         env_name="fathom-rlm",
-        # Idle sessions are closed by the guard (it counts only time spent waiting for the
-        # client, not a long sub-call), so openenv-core's own reaper stays off.
-        concurrency_config=ConcurrencyConfig(max_concurrent_envs=settings.max_sessions),
+        settings=settings,
+        close=close_serving_scope,
+        quotas=quotas,
     )
-
-    # The server process's sandbox fork server and scratch root close with the app.
-    async def close_process_resources() -> None:
-        await asyncio.to_thread(close_serving_scope)
-
-    app.router.on_shutdown.append(close_process_resources)
-    return guard_app(app, settings, RowResetArgs, FathomAction, quotas)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,19 +13,15 @@ the server binds, so bad data fails at start.
 from __future__ import annotations
 
 import argparse
-import asyncio
 
-from openenv.core.env_server.http_server import create_app
-from openenv.core.env_server.types import ConcurrencyConfig
 from openenv_guard import (
     GuardSettings,
-    RowResetArgs,
     add_config_arguments,
     add_guard_arguments,
     config_values,
     fail_at_start,
-    guard_app,
     guard_settings,
+    guarded_env_app,
     serve,
 )
 from openenv_guard.middleware import ServingGuard
@@ -44,22 +40,16 @@ FLAG_ALIASES = {"dataset_name": ("--data",), "dataset_split": ("--split",)}
 
 
 def create_gsm8k_app(options: ServerOptions, settings: GuardSettings) -> ServingGuard:
-    """openenv-core's app for gsm8k-multireward behind the guard (with `/healthz`)."""
-    app = create_app(
+    """openenv-core's app for gsm8k-multireward behind the guard (with `/healthz`); the
+    process's math-verify workers close with it."""
+    return guarded_env_app(
         lambda: Gsm8kEnvironment(options),
         Gsm8kAction,
         Gsm8kObservation,
         env_name="gsm8k-multireward",
-        # Idle sessions are closed by the guard (it counts only time spent waiting for the
-        # client), so openenv-core's own reaper stays off.
-        concurrency_config=ConcurrencyConfig(max_concurrent_envs=settings.max_sessions),
+        settings=settings,
+        close=close_graders,
     )
-
-    async def close_process_resources() -> None:
-        await asyncio.to_thread(close_graders)
-
-    app.router.on_shutdown.append(close_process_resources)
-    return guard_app(app, settings, RowResetArgs, Gsm8kAction)
 
 
 def build_parser() -> argparse.ArgumentParser:
