@@ -95,6 +95,40 @@ CASES: dict[str, Case] = {
     "policy_server missing gsm8k data": _module(
         SERVER, names="$GSM8K_POLICY_DATA", env={"GSM8K_POLICY_DATA": MISSING}
     ),
+    "policy_server --data missing": _module(SERVER, "--data", MISSING, names="--data"),
+    "policy_server --data bad row": _module(
+        SERVER, "--data", f"{USER_ROWS}/bad_rows.jsonl", names="line 2: answer_kind"
+    ),
+    "policy_server --format without --data": _module(
+        SERVER, "--format", "oolong", names="--format"
+    ),
+    "sft_export --data bad row": _module(
+        SFT, "--data", f"{USER_ROWS}/bad_rows.jsonl", *SFT_OUT, names="line 2: answer_kind"
+    ),
+    "sft_export --data with --doc-tokens": _module(
+        SFT,
+        "--data",
+        f"{USER_ROWS}/harbour.jsonl",
+        "--doc-tokens",
+        "16000",
+        *SFT_OUT,
+        names="--doc-tokens",
+    ),
+    "sft_export --data-format without --data": _module(
+        SFT, "--data-format", "oolong", *SFT_OUT, names="--data-format"
+    ),
+    "openenv server --source bad row": _module(
+        "fathom_rlm.openenv.server.app",
+        *("--llm-base-url", "http://127.0.0.1:1/v1", "--llm-model", "m"),
+        *("--source", f"{USER_ROWS}/bad_rows.jsonl"),
+        names="source: ",
+    ),
+    "openenv server --source with --doc-tokens": _module(
+        "fathom_rlm.openenv.server.app",
+        *("--llm-base-url", "http://127.0.0.1:1/v1", "--llm-model", "m"),
+        *("--source", f"{USER_ROWS}/harbour.jsonl", "--doc-tokens", "16000"),
+        names="doc_tokens does not apply with a source",
+    ),
     "sft_export --n 0": _module(SFT, "--n", "0", *SFT_OUT, names="--n"),
     "sft_export unknown policy": _module(SFT, "--policy", "nope", *SFT_OUT, names="--policy"),
     "sft_export --roles": _module(SFT, "--roles", "judge", *SFT_OUT, names="--roles"),
@@ -189,6 +223,17 @@ LOADER_CASES: dict[str, tuple[str, ...]] = {
 }
 
 
+# A source file with a bad row through legacy `vf-eval fathom-rlm`: the loader's line is last.
+FATHOM_LOADER_CASES: dict[str, tuple[str, ...]] = {
+    "vf-eval fathom-rlm, bad source row": (
+        str(Path(PYTHON).parent / "vf-eval"),
+        "fathom-rlm",
+        *("-m", "m", "-b", "http://127.0.0.1:1/v1", "-n", "1"),
+        *("-a", f'{{"source": "{USER_ROWS}/bad_rows.jsonl"}}'),
+    ),
+}
+
+
 @pytest.fixture(scope="module")
 def results(offline_env) -> dict[str, subprocess.CompletedProcess[str]]:
     """Every command's result, run a few at a time."""
@@ -205,7 +250,7 @@ def results(offline_env) -> dict[str, subprocess.CompletedProcess[str]]:
         )
 
     # The verifiers CLIs take longest: first, so the rest run beside them.
-    jobs = {name: (argv, ()) for name, argv in LOADER_CASES.items()}
+    jobs = {name: (argv, ()) for name, argv in {**LOADER_CASES, **FATHOM_LOADER_CASES}.items()}
     jobs.update({name: (case.argv, case.env) for name, case in CASES.items()})
     with busy, ThreadPoolExecutor(PARALLEL) as pool:
         futures = {name: pool.submit(run, *job) for name, job in jobs.items()}
@@ -234,3 +279,13 @@ def test_missing_gsm8k_data_ends_verifiers_output_with_one_clear_line(
     last = result.stderr.strip().splitlines()[-1]
     # The argument, and what it takes (a local file or a hub id).
     assert "dataset_name=" in last and ".jsonl file" in last and "openai/gsm8k" in last, last
+
+
+@pytest.mark.parametrize("name", list(FATHOM_LOADER_CASES))
+def test_a_bad_source_row_ends_verifiers_output_with_the_loaders_line(
+    name: str, results: dict[str, subprocess.CompletedProcess[str]]
+) -> None:
+    result = results[name]
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert "fathom-rlm argument source: " in last and "line 2: answer_kind" in last, last

@@ -164,6 +164,19 @@ def transfer_column(side: int, out: str) -> Callable[[Path], None]:
     return check
 
 
+def check_user_rows_walkthrough(copy: Path) -> None:
+    """The fathom README's own-documents run: legacy `vf-eval -s` on 3 harbour rows, each
+    answered correctly by the reference (the policy server was given the rows with --data)."""
+    (results,) = sorted(copy.glob("**/outputs/evals/fathom-rlm--*/*/results.jsonl"))
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert len(rows) == 3
+    assert all(row["metrics"]["correctness"] == 1.0 and row["reward"] > 0.5 for row in rows)
+    infos = [
+        row["info"] if isinstance(row["info"], dict) else json.loads(row["info"]) for row in rows
+    ]
+    assert {info["row_id"] for info in infos} == {"founder", "ships", "storm-year"}
+
+
 RUNS: dict[str, Run] = {
     # The default evaluation takes about a minute: run once, inside the quickstart.
     "quickstart-evaluate": Run(
@@ -229,6 +242,28 @@ RUNS: dict[str, Run] = {
         endpoint=True,
         expect={"outputs/eval/rollouts.jsonl": 2},
         says=("(format `oolong`)",),
+    ),
+    "user-rows-walkthrough": Run(
+        (
+            "export POLICY_API_KEY=scripted",
+            "uv run python -m envtools.policy_server --port 8012 --data "
+            "tests/fathom_rlm/userdata/fixtures/harbour.jsonl &   "
+            "# prints http://127.0.0.1:8012/v1",
+            "uv run vf-eval fathom-rlm -m fathom-reference -b http://127.0.0.1:8012/v1 "
+            "-k POLICY_API_KEY -n 3 -r 1 -s -a "
+            """'{"source": "tests/fathom_rlm/userdata/fixtures/harbour.jsonl"}'""",
+        ),
+        ports=(8012,),
+        check=check_user_rows_walkthrough,
+    ),
+    "sft-export-user-rows": Run(
+        (
+            "uv run python -m envtools.sft_export --data "
+            "tests/fathom_rlm/userdata/fixtures/harbour.jsonl --format prime-rl "
+            "--out outputs/sft/harbour.prime-rl.jsonl",
+        ),
+        expect={"outputs/sft/harbour.prime-rl.jsonl": 6},
+        says=("6 rollouts: ",),
     ),
     "documents-shapes": Run(
         ("uv run python benchmarks/fathom_documents.py --shapes",), says=("train",)
@@ -618,6 +653,19 @@ NOT_RUN: dict[str, str] = {
         "45 s here; the same CLI, model flags and document length run in eval-in-process "
         "and in test_fathom_env_server.py's pool eval"
     ),
+    (
+        "uv run eval fathom-rlm -m fathom-reference --client.base-url http://127.0.0.1:8012/v1 "
+        "--client.api-key-var POLICY_API_KEY -n 3 -r 1 --env.taskset.source "
+        "tests/fathom_rlm/userdata/fixtures/harbour.jsonl --no-push"
+    ): _SAME
+    + "test_fathom_adapters_vf_eval.py::test_v1_eval_on_user_rows (this eval on the same rows "
+    "against the policy server with the rows, every score compared with the core)",
+    (
+        "uv run python -m fathom_rlm.openenv.server.app --port 8000 --llm-base-url "
+        "http://127.0.0.1:8012/v1 --llm-model fathom-reference --source "
+        "tests/fathom_rlm/userdata/fixtures/harbour.jsonl"
+    ): _SAME + "test_fathom_openenv.py::test_user_rows_match_the_in_process_loop (the server with "
+    "--source on the same rows, every episode's scores compared with the core)",
     "uv run eval fathom-rlm --help": _HELP,
     "uv run vf-eval --help": _HELP,
     "uv run eval gsm8k-multireward --help": _HELP,

@@ -11,6 +11,11 @@ task, so requests are answered concurrently.
 From Python: `async with serve_policies() as base_url:` or, for synchronous code,
 `with policy_server_in_thread() as base_url:`.
 
+With `--data PATH` (and `--format`, as `envtools.evaluate` takes them) the server answers a run
+on the user's own rows: the scripted fathom reference reads questions its grammar does not parse
+with the word-overlap reader (`envtools.policies.fathom.overlap_reader`), as `envtools.evaluate
+--data` does, and the gold-in-hand attacks know the rows.
+
 For robustness tests and the soak benchmark only, `--faults SPEC` (or `faults=`) injects dropped
 connections, slow replies, 500s, malformed tool calls and empty messages (see `envtools.faults`).
 """
@@ -33,6 +38,7 @@ from http import HTTPStatus
 from typing import Any
 
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
+from fathom_rlm.userdata import FORMATS
 
 from envtools import cli
 from envtools.faults import EMPTY_MESSAGE, SERVER_ERROR, FaultInjector, FaultPlan, describe
@@ -221,7 +227,9 @@ class PolicyServer:
         self,
         policies: Mapping[str, PolicyFactory] | None = None,
         faults: FaultPlan | FaultInjector | None = None,
+        any_text: bool = False,
     ) -> None:
+        self._any_text = any_text
         self._factories = dict(policies) if policies is not None else available_policies()
         self._instances: dict[str, Policy] = {}
         self._server: asyncio.Server | None = None
@@ -355,12 +363,22 @@ class PolicyServer:
             message = self.faults.malformed_message() if fault == "malformed" else EMPTY_MESSAGE
             results = [ChatResult(dict(message)) for _ in range(n)]
         else:
-            results = [await policy.respond(messages, tools) for _ in range(n)]
+            with _any_text_context(self._any_text):
+                results = [await policy.respond(messages, tools) for _ in range(n)]
         payload = completion_payload(request["model"], results)
         if request.get("stream"):
             options = request.get("stream_options") or {}
             return stream_events(payload, include_usage=bool(options.get("include_usage")))
         return payload
+
+
+def _any_text_context(any_text: bool) -> contextlib.AbstractContextManager[None]:
+    """Within it, the fathom reference reads text it has no grammar for (user rows)."""
+    if not any_text:
+        return contextlib.nullcontext()
+    from envtools.policies.fathom.overlap_reader import reading_any_text
+
+    return reading_any_text()
 
 
 @contextlib.asynccontextmanager
@@ -369,9 +387,11 @@ async def serve_policies(
     port: int = 0,
     policies: Mapping[str, PolicyFactory] | None = None,
     faults: FaultPlan | FaultInjector | None = None,
+    any_text: bool = False,
 ) -> AsyncIterator[str]:
-    """Serve the scripted policies on the running loop; yields the base URL."""
-    server = PolicyServer(policies, faults)
+    """Serve the scripted policies on the running loop; yields the base URL. `any_text`: the
+    fathom reference reads questions its grammar does not parse by word overlap (user rows)."""
+    server = PolicyServer(policies, faults, any_text)
     base_url = await server.start(host, port)
     try:
         yield base_url
@@ -385,6 +405,7 @@ def policy_server_in_thread(
     port: int = 0,
     policies: Mapping[str, PolicyFactory] | None = None,
     faults: FaultPlan | FaultInjector | None = None,
+    any_text: bool = False,
 ) -> Iterator[str]:
     """Serve the scripted policies from a background thread's event loop; yields the base URL."""
     ready = threading.Event()
@@ -394,7 +415,7 @@ def policy_server_in_thread(
         stop = asyncio.Event()
         started["stop"] = (asyncio.get_running_loop(), stop)
         try:
-            async with serve_policies(host, port, policies, faults) as base_url:
+            async with serve_policies(host, port, policies, faults, any_text) as base_url:
                 started["url"] = base_url
                 ready.set()
                 await stop.wait()
@@ -417,12 +438,14 @@ def policy_server_in_thread(
         thread.join()
 
 
-async def _serve_forever(port: int, faults: FaultPlan | None = None) -> None:
+async def _serve_forever(
+    port: int, faults: FaultPlan | None = None, any_text: bool = False
+) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with serve_policies(HOST, port, faults=faults) as base_url:
+    async with serve_policies(HOST, port, faults=faults, any_text=any_text) as base_url:
         print(base_url, flush=True)
         await stop.wait()
 
@@ -445,6 +468,20 @@ def build_parser() -> cli.ArgumentParser:
         "fathom policies find their task among the standard splits built at these lengths",
     )
     parser.add_argument(
+        "--data",
+        default=None,
+        metavar="PATH",
+        help="a JSONL file of your own rows (the fathom-rlm README, 'Your own documents') that "
+        "the run serves: the fathom reference then reads text it has no grammar for by word "
+        "overlap, as `envtools.evaluate --data` does",
+    )
+    parser.add_argument(
+        "--format",
+        choices=tuple(FORMATS),
+        default=None,
+        help="the row schema of --data (default native)",
+    )
+    parser.add_argument(
         "--faults",
         type=cli.checked(FaultPlan.parse, "name=value pairs of envtools.faults"),
         default=None,
@@ -454,6 +491,21 @@ def build_parser() -> cli.ArgumentParser:
         "(per-request probabilities; see envtools.faults)",
     )
     return parser
+
+
+def _load_data(parser: cli.ArgumentParser, path: str, format: str) -> None:
+    """Check the rows of --data (a bad row is a usage error naming it) and let the gold-in-hand
+    attacks find them."""
+    from fathom_rlm.userdata import UserRowError, load_rows
+
+    from envtools.policies import fathom
+
+    parser.require_file("--data", path, "a JSONL file of rows")
+    try:
+        rows = load_rows(path, format=format)
+    except UserRowError as exc:
+        parser.reject("--data", f"valid {format} rows", str(exc))
+    fathom.register_tasks(rows)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -466,10 +518,14 @@ def main(argv: list[str] | None = None) -> None:
         from envtools.policies import fathom
 
         fathom.TASKS.autoload_doc_tokens = tuple(args.fathom_doc_tokens)
+    if args.format is not None and args.data is None:
+        parser.reject("--format", "--data (the file whose rows it reads)", args.format)
+    if args.data is not None:
+        _load_data(parser, args.data, args.format or "native")
     if args.faults is not None:
         print(f"injecting faults: {describe(args.faults)}", file=sys.stderr, flush=True)
     try:
-        asyncio.run(_serve_forever(args.port, args.faults))
+        asyncio.run(_serve_forever(args.port, args.faults, any_text=args.data is not None))
     except OSError as exc:
         if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
             raise

@@ -24,8 +24,12 @@ schemas the model was offered, as a JSON string; `[]` for a plain sub-call):
   Build the dataset with `Dataset.from_list(rows, on_mixed_types="use_json")` (datasets >= 4.7)
   so the argument objects of different tools are not merged into one struct.
 
-`metadata` (a JSON string: task, family, role, depth, reward) rides along; both trainers ignore
-columns they do not read.
+With `--data PATH` (and `--data-format`, the row schema, as `envtools.evaluate --format`) the
+tasks are the first `--n` of the user's own rows (`fathom_rlm.userdata`) instead of a split; the
+reference reads them with the word-overlap reader, as `envtools.evaluate --data` does.
+
+`metadata` (a JSON string: task, family, role, depth, reward; a user row's id) rides along;
+both trainers ignore columns they do not read.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import json
 import re
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -48,15 +53,18 @@ from fathom_rlm.documents import (
     SPLIT_SIZES,
     TaskRecord,
     build_split,
-    get_document,
     normalize_answer,
+    task_document,
 )
 from fathom_rlm.rewards import REWARD_NAME, RewardConfig, score_rollout
+from fathom_rlm.userdata import FORMATS as ROW_FORMATS
+from fathom_rlm.userdata import UserRowError, load_rows, task_question
 
 from envtools import cli
 from envtools.evaluate import registered_tasks
 from envtools.policies import fathom
 from envtools.policies.base import Policy
+from envtools.policies.fathom.overlap_reader import reading_any_text
 from envtools.policies.fathom.protocol import parse_sub_answer
 from envtools.policies.registry import get_policy
 
@@ -181,11 +189,11 @@ async def run_and_capture(
     sub_calls = CallRecorder(chat)
     transcript: list[Message] = []
     try:
-        document = get_document(row.seed, row.doc_tokens).text
+        document = task_document(row)
         record = await asyncio.wait_for(
             run_rollout(
                 document,
-                row.question,
+                task_question(row),
                 root_calls,
                 caps,
                 sub_chat=sub_calls,
@@ -244,6 +252,8 @@ def to_row(
         "role": conversation.role,
         "reward": rollout.reward,
     }
+    if rollout.row.source == "user":
+        metadata["id"] = rollout.row.row_id
     return {
         "messages": messages,
         "tools": json.dumps(conversation.tools),
@@ -267,7 +277,9 @@ async def export_rollouts(
         async with gate:
             return await run_and_capture(row, chat, caps)
 
-    with registered_tasks(rows):
+    # On user rows the reference reads text it has no grammar for with the overlap reader.
+    any_text = reading_any_text() if any(r.source == "user" for r in rows) else nullcontext()
+    with registered_tasks(rows), any_text:
         return list(await asyncio.gather(*(one(row) for row in rows)))
 
 
@@ -295,9 +307,31 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument(
         "--policy", default="fathom-reference", choices=fathom.POLICIES, help="a scripted policy"
     )
-    parser.add_argument("--split", default="train", choices=tuple(SPLIT_SIZES))
-    parser.add_argument("--n", type=cli.integer(1), default=16, help="the split's first n rows")
-    parser.add_argument("--doc-tokens", type=cli.integer(MIN_DOC_TOKENS), default=16_000)
+    parser.add_argument(
+        "--split", default=None, choices=tuple(SPLIT_SIZES), help="default train; not with --data"
+    )
+    parser.add_argument(
+        "--n", type=cli.integer(1), default=None, help="the first n rows (default 16; --data: all)"
+    )
+    parser.add_argument(
+        "--doc-tokens",
+        type=cli.integer(MIN_DOC_TOKENS),
+        default=None,
+        help="default 16000; not with --data",
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="a JSONL file of your own rows (the fathom-rlm README, 'Your own documents') to "
+        "export from instead of a split",
+    )
+    parser.add_argument(
+        "--data-format",
+        choices=tuple(ROW_FORMATS),
+        default=None,
+        help="the row schema of --data (default native); --format is the output's",
+    )
     parser.add_argument("--min-reward", type=cli.number(0.0, 1.0), default=0.5)
     parser.add_argument("--format", choices=FORMATS, default="trl")
     parser.add_argument(
@@ -315,17 +349,47 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The arguments, each alone and taken together; a usage error (exit 2) otherwise."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.n > SPLIT_SIZES[args.split]:
-        parser.reject("--n", f"at most {SPLIT_SIZES[args.split]} (the {args.split} split)", args.n)
+    args.rows = None
+    if args.data is not None:
+        _load_data(parser, args)
+    else:
+        if args.data_format is not None:
+            needs = "--data (the file whose rows it reads)"
+            parser.reject("--data-format", needs, args.data_format)
+        args.split = args.split or "train"
+        args.doc_tokens = args.doc_tokens or 16_000
+        args.n = args.n or 16
+        if args.n > SPLIT_SIZES[args.split]:
+            limit = f"at most {SPLIT_SIZES[args.split]} (the {args.split} split)"
+            parser.reject("--n", limit, args.n)
     if args.out.is_dir():
         parser.reject("--out", "a file path (a directory is there)", str(args.out))
     return args
 
 
+def _load_data(parser: cli.ArgumentParser, args: argparse.Namespace) -> None:
+    """The user rows of --data (every row checked first); a bad file or row is a usage error
+    naming the line and the field."""
+    for name in ("split", "doc_tokens"):
+        if getattr(args, name) is not None:
+            flag = "--" + name.replace("_", "-")
+            parser.reject(flag, "no value with --data (the rows bring their documents)", flag)
+    parser.require_file("--data", args.data, "a JSONL file of rows")
+    args.data_format = args.data_format or "native"
+    try:
+        rows = load_rows(args.data, format=args.data_format)
+    except UserRowError as exc:
+        parser.reject("--data", f"valid {args.data_format} rows", str(exc))
+    args.rows = rows[: args.n]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     roles = args.roles
-    rows = build_split(args.split, args.n, doc_tokens=args.doc_tokens)
+    if args.rows is not None:
+        rows = args.rows
+    else:
+        rows = build_split(args.split, args.n, doc_tokens=args.doc_tokens)
     chat = policy_chat(get_policy(args.policy))
     rollouts = asyncio.run(export_rollouts(rows, chat, concurrency=args.concurrency))
     selected = select_rows(rollouts, args.min_reward, args.format, roles)
@@ -343,7 +407,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{len(selected)} conversations written to {args.out}"
     )
     for rollout in failed:
-        print(f"failed: seed {rollout.row.seed}: {rollout.error}", file=sys.stderr)
+        which = rollout.row.row_id or f"seed {rollout.row.seed}"
+        print(f"failed: {which}: {rollout.error}", file=sys.stderr)
     # Failures are loud: a policy or loop error is not a low score.
     return 1 if failed or not selected else 0
 

@@ -248,3 +248,42 @@ def test_fathom_task_index_serves_the_requested_document_length() -> None:
     row = build_split("eval", 1, doc_tokens=16_000)[0]
     index = TaskIndex(autoload_splits=("eval",), autoload_doc_tokens=(16_000,))
     assert index.lookup(row.question) == row
+
+
+def test_command_line_data_lets_the_reference_answer_user_rows() -> None:
+    """With `--data` the fathom reference reads the user's own text (word overlap), as
+    `envtools.evaluate --data` does; without it, the same rollout finds nothing."""
+    import openai
+    from fathom_rlm.agent import run_rollout
+    from fathom_rlm.documents import task_document
+    from fathom_rlm.rewards import score_rollout
+    from fathom_rlm.sandbox import shutdown_fork_servers
+    from fathom_rlm.userdata import load_rows, task_question
+
+    from envtools.eval_runner import openai_chat
+
+    rows = Path(__file__).resolve().parents[1] / "fathom_rlm" / "userdata" / "fixtures"
+    task = load_rows(rows / "harbour.jsonl")[0]  # a text row with evidence
+
+    def correctness(*flags: str) -> float:
+        command = [sys.executable, "-m", "envtools.policy_server", "--port", "0", *flags]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        try:
+            assert process.stdout is not None
+            base_url = process.stdout.readline().strip()
+
+            async def rollout() -> Any:
+                client = openai.AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0)
+                async with client:
+                    chat = openai_chat(client, "fathom-reference")
+                    return await run_rollout(task_document(task), task_question(task), chat)
+
+            record = asyncio.run(rollout())
+        finally:
+            shutdown_fork_servers()
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=10) == 0
+        return score_rollout(record, task)["correctness"]
+
+    assert correctness("--data", str(rows / "harbour.jsonl")) == 1.0
+    assert correctness() == 0.0

@@ -195,6 +195,21 @@ def test_command_writes_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert usage_error.value.code == 2
 
 
+def test_command_exports_user_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--data` exports from the user's own rows: the model is asked each question with its
+    answer-kind line, and the row's id rides in the metadata."""
+    rows = Path(__file__).resolve().parents[1] / "fathom_rlm" / "userdata" / "fixtures"
+    out = tmp_path / "sft.jsonl"
+    argv = ["--data", str(rows / "harbour.jsonl"), "--n", "3", "--roles", "root"]
+    assert sft_export.main([*argv, "--out", str(out)]) == 0
+    assert "3 rollouts: 3 kept" in capsys.readouterr().out
+    exported = [json.loads(line) for line in out.read_text().splitlines()]
+    ids = [json.loads(row["metadata"])["id"] for row in exported]
+    assert ids == ["founder", "ships", "storm-year"]
+    asked = [row["messages"][1]["content"] for row in exported]
+    assert asked[1].endswith("Answer with a number.") and asked[2].endswith("Answer with a year.")
+
+
 def _without_nulls(value: Any) -> Any:
     # What a JSON dataset's schema union adds (null-filled keys), stripped back out.
     if isinstance(value, dict):

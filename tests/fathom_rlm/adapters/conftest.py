@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 
 API_KEY_VAR = "FATHOM_TEST_KEY"
 DOC_TOKENS = 16_000  # small documents keep the end-to-end runs quick
+USER_ROWS = Path(__file__).resolve().parents[1] / "userdata" / "fixtures" / "harbour.jsonl"
+"""User rows for the adapters' own-documents runs: the first `USER_ROW_COUNT` (a text row with
+evidence and a depth, a number and a year) are served."""
+USER_ROW_COUNT = 3
 
 # Runs a command as a child subreaper: whatever the command leaves running (a sandbox fork
 # server, a worker) is re-parented to this wrapper instead of init, so it can be listed and
@@ -133,14 +137,38 @@ def policy_url(eval_rows: list[TaskRecord]) -> Any:
         yield url
 
 
+@pytest.fixture(scope="session")
+def user_rows() -> list[TaskRecord]:
+    """The user rows the own-documents runs are asked for (their documents are now in this
+    process's store, as the replay needs)."""
+    from fathom_rlm.adapters.arguments import FathomArguments
+    from fathom_rlm.adapters.scoring import build_rows
+
+    return build_rows(FathomArguments(source=str(USER_ROWS), num_examples=USER_ROW_COUNT))
+
+
+@pytest.fixture(scope="session")
+def user_policy_url() -> Any:
+    """The scripted policy server for user rows: the reference reads text it has no grammar for
+    by word overlap (as `python -m envtools.policy_server --data` does)."""
+    from envtools.policy_server import policy_server_in_thread
+
+    with policy_server_in_thread(any_text=True) as url:
+        yield url
+
+
 def replay_scores(row: TaskRecord, policy: str, **arguments: Any) -> dict[str, float]:
-    """The same rollout run by the core alone (its own loop, the policy called in-process),
-    scored by the core: what every adapter must report for this row."""
+    """The same rollout run by the core alone (its own loop, the policy called in-process, asked
+    the question as the model sees it), scored by the core: what every adapter must report."""
+    from contextlib import nullcontext
+
     from fathom_rlm.adapters.arguments import FathomArguments
     from fathom_rlm.adapters.scoring import load_document, score
     from fathom_rlm.agent import run_rollout
     from fathom_rlm.sandbox import shutdown_fork_servers
+    from fathom_rlm.userdata import task_question
 
+    from envtools.policies.fathom.overlap_reader import reading_any_text
     from envtools.policies.registry import get_policy
 
     args = FathomArguments(doc_tokens=DOC_TOKENS, **arguments)
@@ -149,8 +177,10 @@ def replay_scores(row: TaskRecord, policy: str, **arguments: Any) -> dict[str, f
     async def chat(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
         return await scripted.respond(messages, tools)
 
+    rollout = run_rollout(load_document(row), task_question(row), chat, args.caps())
     try:
-        record = asyncio.run(run_rollout(load_document(row), row.question, chat, args.caps()))
+        with reading_any_text() if row.source == "user" else nullcontext():
+            record = asyncio.run(rollout)
     finally:
         shutdown_fork_servers()
     return score(record, row, args)
@@ -192,9 +222,16 @@ def check_scores(
 
 
 def v1_eval_argv(
-    cli: Path, policy_url: str, policy: str, rows: int, rollouts: int, out_dir: Path
+    cli: Path,
+    policy_url: str,
+    policy: str,
+    rows: int,
+    rollouts: int,
+    out_dir: Path,
+    taskset: tuple[str, ...] = ("--env.taskset.doc-tokens", str(DOC_TOKENS)),
 ) -> list[str]:
-    """A v1 `eval` / `vf-eval` command over the first `rows` eval rows at the test length."""
+    """A v1 `eval` / `vf-eval` command over the first `rows` rows of the taskset (by default
+    the eval split at the test length)."""
     return [
         str(cli),
         "fathom-rlm",
@@ -208,8 +245,7 @@ def v1_eval_argv(
         str(rows),
         "-r",
         str(rollouts),
-        "--env.taskset.doc-tokens",
-        str(DOC_TOKENS),
+        *taskset,
         "--env.taskset.num-examples",
         str(rows),
         "--no-rich",
@@ -239,6 +275,8 @@ class AdapterKit:
 
     doc_tokens = DOC_TOKENS
     api_key_var = API_KEY_VAR
+    user_rows_path = USER_ROWS
+    user_row_count = USER_ROW_COUNT
     run_cli = staticmethod(run_cli)
     replay_scores = staticmethod(replay_scores)
     check_clean = staticmethod(check_clean)

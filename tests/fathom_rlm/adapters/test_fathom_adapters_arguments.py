@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -89,3 +90,68 @@ def test_time_budget_reaches_both_adapters() -> None:
     assert FathomArguments(time_budget_s=None).caps().time_budget_s is None
     with pytest.raises(ValueError, match="time_budget_s"):
         FathomArguments(time_budget_s=0)
+
+
+USER_ROWS = Path(__file__).resolve().parents[1] / "userdata" / "fixtures"
+
+
+def test_a_source_serves_its_first_rows_with_their_documents_loaded() -> None:
+    from fathom_rlm.adapters.scoring import build_rows, load_document
+
+    args = FathomArguments(source=str(USER_ROWS / "harbour.jsonl"), num_examples=2)
+    rows = build_rows(args)
+    assert [r.row_id for r in rows] == ["founder", "ships"]
+    assert all(r.source == "user" for r in rows)
+    assert "Agnes Tolliver" in load_document(rows[0])
+    # The path is made absolute, so a worker process started elsewhere reads the same file.
+    assert Path(args.source).is_absolute()
+    assert FathomArguments(**args.as_dict()) == args
+    assert len(build_rows(FathomArguments(source=str(USER_ROWS / "harbour.jsonl")))) == 6
+    oolong = FathomArguments(source=str(USER_ROWS / "oolong.jsonl"), source_format="oolong")
+    assert build_rows(oolong)[0].answer_kind == "number"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"source": "no/such/rows.jsonl"}, r"source: .*rows.jsonl: cannot read the rows"),
+        ({"source": str(USER_ROWS / "bad_rows.jsonl")}, r"line 2: answer_kind: must be one of"),
+        ({"source": str(USER_ROWS / "harbour.jsonl"), "source_format": "needle"}, "line 1"),
+        ({"source": str(USER_ROWS / "harbour.jsonl"), "split": "train"}, "split does not apply"),
+        ({"source": str(USER_ROWS / "harbour.jsonl"), "doc_tokens": 16_000}, "doc_tokens does"),
+        (
+            {"source": str(USER_ROWS / "harbour.jsonl"), "family_mix": {"exact_id": 1.0}},
+            "family_mix does not apply",
+        ),
+        ({"source_format": "oolong"}, "source_format applies only with a source"),
+        ({"source": "x.jsonl", "source_format": "csv"}, r"source_format must be one of"),
+        ({"source": ""}, "source must be a file path"),
+    ],
+)
+def test_a_bad_source_is_one_line_when_the_arguments_are_made(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message) as failed:
+        FathomArguments(**kwargs)
+    assert "\n" not in str(failed.value)
+
+
+def test_the_v1_config_reads_a_source_and_refuses_a_bad_one() -> None:
+    from fathom_rlm.adapters.v1 import FathomTasksetConfig
+    from pydantic import ValidationError
+
+    config = FathomTasksetConfig(source=str(USER_ROWS / "harbour.jsonl"))
+    assert config.arguments().source == str(USER_ROWS / "harbour.jsonl")
+    with pytest.raises(ValidationError, match="line 2: answer_kind"):
+        FathomTasksetConfig(source=str(USER_ROWS / "bad_rows.jsonl"))
+    with pytest.raises(ValidationError, match="'native', 'oolong', 'longbench' or 'needle'"):
+        FathomTasksetConfig(source=str(USER_ROWS / "harbour.jsonl"), source_format="csv")
+
+
+def test_the_gold_of_a_user_row_without_evidence_is_gradable() -> None:
+    from fathom_rlm.adapters.scoring import build_rows, gold_problems
+
+    args = FathomArguments(source=str(USER_ROWS / "harbour.jsonl"))
+    rows = build_rows(args)
+    assert any(not r.spans for r in rows) and any(r.spans for r in rows)
+    assert all(gold_problems(r, args) == [] for r in rows)

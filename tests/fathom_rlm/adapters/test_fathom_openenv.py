@@ -26,8 +26,10 @@ from fathom_rlm.agent.chat import chars_to_tokens, message_chars, schema_chars
 from fathom_rlm.agent.turns import normalize_assistant
 from fathom_rlm.openenv import FathomAction, FathomEnvClient, FathomObservation, FathomState
 from fathom_rlm.rewards import COMPONENT_NAMES, METRIC_NAMES, REWARD_NAME
+from fathom_rlm.userdata import task_question
 from openenv.core.generic_client import GenericEnvClient
 
+from envtools.policies.fathom.overlap_reader import reading_any_text
 from envtools.policies.registry import get_policy
 
 if TYPE_CHECKING:
@@ -120,6 +122,36 @@ async def play(
                     }
                 )
     raise AssertionError("the episode did not end")
+
+
+def test_user_rows_match_the_in_process_loop(
+    openenv_server: Any, kit: Any, user_policy_url: str, user_rows: list[TaskRecord]
+) -> None:
+    """`--source` serves the user's own rows: the server loads them itself, asks each question
+    as the model sees it, and scores each episode as the core does."""
+    server = openenv_server(
+        [
+            "fathom_rlm.openenv.server.app",
+            *("--llm-base-url", user_policy_url, "--llm-model", POLICY),
+            *("--source", str(kit.user_rows_path), "--num-examples", str(kit.user_row_count)),
+        ]
+    )
+    for index, row in enumerate(user_rows):
+        with reading_any_text():  # the root plays the reference as the policy server does
+            result = asyncio.run(play(server.url, index))
+        want = kit.replay_scores(row, POLICY)
+        obs = result.observation
+        assert result.done and obs.ended_by == "answer"
+        assert result.reward == pytest.approx(want[REWARD_NAME]), row.row_id
+        assert obs.rewards == pytest.approx({k: want[k] for k in COMPONENT_NAMES})
+        assert obs.metrics == pytest.approx({k: want[k] for k in METRIC_NAMES})
+        assert obs.rewards["correctness"] == 1.0
+
+    async def first_messages() -> list[dict[str, Any]]:
+        async with FathomEnvClient(server.url, message_timeout_s=300) as env:
+            return (await env.reset(task_index=1)).observation.messages
+
+    assert asyncio.run(first_messages())[-1]["content"].endswith(task_question(user_rows[1]))
 
 
 def test_scripted_episode_matches_in_process_loop(

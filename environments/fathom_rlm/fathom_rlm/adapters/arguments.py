@@ -4,23 +4,39 @@
 with their defaults and `help` metadata), so a new cap becomes an argument without being written
 again; legacy `-a '{...}'` kwargs, the v1 taskset config and the OpenEnv server's flags (both
 derived from these fields) and the TRL factory all take these names.
+
+With a `source` (a JSONL file of the user's own rows, `fathom_rlm.userdata`) the rows are that
+file's instead of a generated split. The file is read when the arguments are made, in every
+process that makes them (an env-server worker, the OpenEnv server, a harness), so a bad row
+fails at config time and the process-local document store holds the rows' texts wherever
+rollouts run.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from fathom_rlm.agent import RolloutCaps
 from fathom_rlm.documents import FAMILIES, SPLIT_SIZES
 from fathom_rlm.documents.splits import Split
+from fathom_rlm.documents.tasks.record import TaskRecord
 from fathom_rlm.documents.world import CHAPTER_TOKENS
+from fathom_rlm.userdata import FORMATS, UserRowError, load_rows
 
 MIN_DOC_TOKENS = 2 * CHAPTER_TOKENS
 """The shortest document the generator builds (two chapters)."""
 
 FamilyName = Literal[tuple(FAMILIES)]  # type: ignore[valid-type]  # the core's family names
 """A task family, as a key of `family_mix`."""
+
+SourceFormat = Literal[tuple(FORMATS)]  # type: ignore[valid-type]  # the userdata row formats
+"""A row schema of a `source` file (`fathom_rlm.userdata.formats`)."""
+
+SPLIT_ARGUMENTS = ("split", "doc_tokens", "family_mix")
+"""The arguments that shape a generated split, so they do not apply to a `source`'s rows."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +51,25 @@ class FathomArguments(RolloutCaps):
             "help": "Not an argument: the sandbox keeps its defaults (`RolloutCaps.sandbox`)."
         },
     )
+    source: str | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "A JSONL file of your own rows (document, question, answers; the fathom-rlm "
+                "README, 'Your own documents') served instead of a generated split; None: the "
+                "generated split. split, doc_tokens and family_mix do not apply to it."
+            )
+        },
+    )
+    source_format: SourceFormat = field(
+        default="native",
+        metadata={
+            "help": (
+                "The row schema of `source`: native, oolong, longbench or needle "
+                "(fathom_rlm.userdata.formats)."
+            )
+        },
+    )
     split: Split = field(
         default="eval",
         metadata={
@@ -43,7 +78,11 @@ class FathomArguments(RolloutCaps):
     )
     num_examples: int | None = field(
         default=None,
-        metadata={"help": "Rows served from the split; None serves the whole split."},
+        metadata={
+            "help": (
+                "Rows served from the split (with a source, its first rows); None serves them all."
+            )
+        },
     )
     doc_tokens: int = field(
         default=200_000,
@@ -97,6 +136,34 @@ class FathomArguments(RolloutCaps):
                 f"the families are {sorted(FAMILIES)}"
             )
         super().__post_init__()  # the caps' own checks: fail at load time, not in a rollout
+        self._check_source()
+
+    def _check_source(self) -> None:
+        """A source's rows load now (a bad row is the loader's one-line error), and the split's
+        own arguments are refused with it rather than silently ignored."""
+        if self.source_format not in FORMATS:
+            raise ValueError(
+                f"fathom-rlm argument source_format must be one of {list(FORMATS)}, "
+                f"got {self.source_format!r}"
+            )
+        if self.source is None:
+            if self.source_format != "native":
+                raise ValueError("fathom-rlm argument source_format applies only with a source")
+            return
+        if isinstance(self.source, os.PathLike):
+            object.__setattr__(self, "source", os.fspath(self.source))
+        if not isinstance(self.source, str) or not self.source:
+            raise ValueError(f"fathom-rlm argument source must be a file path, got {self.source!r}")
+        defaults = {f.name: f.default for f in fields(self)}
+        for name in SPLIT_ARGUMENTS:
+            if getattr(self, name) != defaults[name]:
+                raise ValueError(
+                    f"fathom-rlm argument {name} does not apply with a source (its rows bring "
+                    f"their own documents); leave it unset, got {getattr(self, name)!r}"
+                )
+        # Absolute, so a worker process started elsewhere reads the same file.
+        object.__setattr__(self, "source", os.path.abspath(self.source))
+        source_rows(self.source, self.source_format)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -119,6 +186,29 @@ class FathomArguments(RolloutCaps):
 
     def as_dict(self) -> dict[str, Any]:
         return {name: value for name, value in asdict(self).items() if name != "sandbox"}
+
+
+_SOURCES: dict[tuple[str, str], tuple[tuple[int, int], list[TaskRecord]]] = {}
+_SOURCES_LOCK = threading.Lock()
+
+
+def source_rows(path: str, format: str = "native") -> list[TaskRecord]:
+    """The records of a source file, read once per process while the file is unchanged (the
+    arguments are made again for every rollout); a `UserRowError` names the bad row."""
+    try:
+        stat = os.stat(path)
+        signature = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        signature = (-1, -1)  # the loader names the problem
+    with _SOURCES_LOCK:
+        cached = _SOURCES.get((path, format))
+        if cached is None or cached[0] != signature:
+            try:
+                records = load_rows(path, format=format)
+            except UserRowError as exc:
+                raise UserRowError(f"fathom-rlm argument source: {exc}") from None
+            cached = _SOURCES[(path, format)] = (signature, records)
+    return list(cached[1])
 
 
 CAP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RolloutCaps) if f.name != "sandbox")

@@ -24,6 +24,7 @@ from fathom_rlm.adapters.scoring import document_text
 from fathom_rlm.agent import ChatFn, RolloutRecord, run_rollout
 from fathom_rlm.documents.tasks.record import TaskRecord
 from fathom_rlm.serving import open_serving_scope
+from fathom_rlm.userdata.grading import task_question
 
 
 class FathomHarnessConfig(vf.HarnessConfig):
@@ -80,6 +81,7 @@ class FathomHarness(vf.Harness[FathomHarnessConfig]):
         **kwargs: Any,
     ) -> vf.ProgramResult:
         task = TaskRecord.from_json(data.row)
+        # Made here, in the rollout's process: a `source`'s rows (and their documents) load.
         args = FathomArguments(**data.arguments)
         # This process's sandbox scratch root and janitor (an env-server worker's, or the
         # eval's own): closed by `FathomEnv.stop`, removed by the janitor if the process dies.
@@ -93,9 +95,9 @@ class FathomHarness(vf.Harness[FathomHarnessConfig]):
             chat = interception_chat(client, ctx.model)
             sub_chat = interception_chat(client, ctx.model, args.sub_max_completion_tokens)
             try:
-                await run_rollout(
-                    document, task.question, chat, args.caps(), sub_chat=sub_chat, record=record
-                )
+                question = task_question(task)
+                caps = args.caps()
+                await run_rollout(document, question, chat, caps, sub_chat=sub_chat, record=record)
             except Exception as exc:
                 if trace.stop_condition is None:
                     raise

@@ -36,6 +36,7 @@ from fathom_rlm.agent import (
 )
 from fathom_rlm.agent.loop import TIME_BUDGET, initial_messages
 from fathom_rlm.documents.tasks.record import TaskRecord
+from fathom_rlm.userdata.grading import task_question
 
 TOOLS_KEY = "fathom_tools"
 RECORD_KEY = "fathom_record"
@@ -56,7 +57,7 @@ def _dataset_builder(args: FathomArguments) -> Any:
         return Dataset.from_list(
             [
                 {
-                    "prompt": [{"role": "user", "content": task.question}],
+                    "prompt": [{"role": "user", "content": task_question(task)}],
                     "answer": task.answer,
                     # A JSON string: Arrow cannot hold rows whose nested fields vary in type.
                     "info": json.dumps(task.to_json()),
@@ -172,7 +173,7 @@ class FathomLegacyEnv(vf.MultiTurnEnv):
         state[TOOLS_KEY] = tools
         # The system prompt states the document's size, which is known only now.
         state["prompt"] = normalize_messages(
-            initial_messages(len(document), task.question, self.caps)
+            initial_messages(len(document), task_question(task), self.caps)
         )
         return state
 

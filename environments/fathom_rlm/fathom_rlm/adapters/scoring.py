@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fathom_rlm.adapters.arguments import FathomArguments
+from fathom_rlm.adapters.arguments import FathomArguments, source_rows
 from fathom_rlm.agent import RolloutRecord
 from fathom_rlm.documents.tasks.record import TaskRecord
 from fathom_rlm.rewards import REWARD_NAME, SCORE_NAMES, RewardConfig, score_rollout
@@ -19,9 +19,12 @@ __all__ = [
 
 
 def build_rows(args: FathomArguments) -> list[TaskRecord]:
-    """The split's tasks (small records, never the document; `TaskRecord.to_json` makes the
-    dataset row)."""
+    """The split's tasks, or the first `num_examples` rows of the `source` file (small records,
+    never the document; `TaskRecord.to_json` makes the dataset row)."""
     from fathom_rlm.documents import build_split
+
+    if args.source is not None:
+        return source_rows(args.source, args.source_format)[: args.num_examples]
 
     return build_split(
         args.split,
@@ -79,8 +82,10 @@ def gold_problems(task: TaskRecord, args: FathomArguments) -> list[str]:
     for start, end in spans:
         record.show_range(start, end)
     scores = score_rollout(record, task, reward_config(args), document=document)
+    # A row without evidence (a user row may have none) has no evidence to have seen.
+    checked = ("format_gate", "correctness", "evidence_seen")[: 3 if spans else 2]
     return [
         f"the gold answer {task.answer!r} scores {name}={scores[name]}, not 1"
-        for name in ("format_gate", "correctness", "evidence_seen")
+        for name in checked
         if scores[name] != 1.0
     ]

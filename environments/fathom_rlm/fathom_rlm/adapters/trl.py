@@ -36,6 +36,7 @@ from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutTools
 from fathom_rlm.agent.loop import initial_messages
 from fathom_rlm.documents.tasks.record import TaskRecord
 from fathom_rlm.rewards import REWARD_NAME, score_rollout
+from fathom_rlm.userdata.grading import task_question
 
 REWARD_KEYS: tuple[str, ...] = (
     REWARD_NAME,
@@ -125,15 +126,16 @@ def train_dataset(args: FathomArguments) -> Any:
     from datasets import Dataset
 
     caps = args.caps()
-    lengths: dict[tuple[int, int], int] = {}
+    lengths: dict[object, int] = {}
     records = []
     for task in build_rows(args):
-        key = (task.seed, task.doc_tokens)
+        # A user row's document is its own (every user row has seed 0): keyed by its hash.
+        key = task.document_id or (task.seed, task.doc_tokens)
         if key not in lengths:
             lengths[key] = len(load_document(task))
         records.append(
             {
-                "prompt": initial_messages(lengths[key], task.question, caps),
+                "prompt": initial_messages(lengths[key], task_question(task), caps),
                 # A JSON string: Arrow cannot hold rows whose nested fields vary in type.
                 "info": json.dumps(task.to_json()),
                 "answer": task.answer,

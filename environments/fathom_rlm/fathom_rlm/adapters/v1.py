@@ -4,7 +4,8 @@
   its fields from `FathomArguments`: one per argument, with the argument's type, default and
   `help` (`--env.taskset.<field>`, or `[...env.taskset]` in a TOML).
 * `FathomData` carries the row (seed, doc_tokens, question, gold...) and the arguments, never the
-  document: the harness regenerates the document from its seed.
+  document: the harness regenerates the document from its seed, or, for a row of a `source`
+  file, reads it from the process's document store (making the arguments loads the file).
 * `FathomHarness` (in `fathom_rlm.adapters.harness`) runs the core agent loop against the
   rollout's interception endpoint, so root turns and sub-calls are all traced. The harness is
   part of the task: the score reads the rollout record it writes (tool calls, sub-calls, what
@@ -35,6 +36,7 @@ from fathom_rlm.adapters.scoring import REWARD_NAME, build_rows, gold_problems, 
 from fathom_rlm.agent import RolloutRecord
 from fathom_rlm.documents.tasks.record import TaskRecord
 from fathom_rlm.serving import close_serving_scope
+from fathom_rlm.userdata.grading import task_question
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +131,7 @@ class FathomTaskset(vf.Taskset[FathomTask, FathomTasksetConfig]):
         arguments = self.config.arguments()
         shared = arguments.as_dict()
         for task in build_rows(arguments):
-            data = FathomData(prompt=task.question, row=task.to_json(), arguments=shared)
+            data = FathomData(prompt=task_question(task), row=task.to_json(), arguments=shared)
             yield FathomTask(data, self.config.task)
 
 

@@ -3,8 +3,9 @@
     python -m fathom_rlm.openenv.server.app --port 8000 --llm-base-url URL --llm-model NAME
 
 The flags are derived from the configs they build: one per `FathomArguments` field
-(`--doc-tokens`, `--max-turns`, `--family-mix '{"temporal": 2}'`...), one per `Endpoint` field
-prefixed `llm-` (`--llm-base-url`, `--llm-model`, `--llm-api-key-var`, `--llm-timeout-s`...),
+(`--doc-tokens`, `--max-turns`, `--family-mix '{"temporal": 2}'`, `--source rows.jsonl` for
+your own rows...), one per `Endpoint` field prefixed `llm-` (`--llm-base-url`, `--llm-model`,
+`--llm-api-key-var`, `--llm-timeout-s`...),
 each with the field's default and help, plus the guard's (bearer tokens, per-client sessions,
 size, depth and argument checks, idle and life timeouts, quotas: see docs/serving.md).
 """

@@ -44,6 +44,7 @@ from fathom_rlm.documents.tasks.record import TaskRecord
 from fathom_rlm.openenv.models import TOOLS, FathomAction, FathomObservation, FathomState
 from fathom_rlm.rewards import COMPONENT_NAMES, METRIC_NAMES, REWARD_NAME
 from fathom_rlm.serving import open_serving_scope
+from fathom_rlm.userdata.grading import task_question
 
 
 @dataclass(frozen=True)
@@ -119,9 +120,10 @@ class FathomEnvironment(Environment[FathomAction, FathomObservation, FathomState
         )
         self._tools = RolloutTools(document, _within_budget(sub_chat, self._budget), caps)
         self._row = row
-        self._transcript = initial_messages(len(document), row.question, caps)
+        question = task_question(row)
+        self._transcript = initial_messages(len(document), question, caps)
         self._state = FathomState(
-            episode_id=episode_id or uuid.uuid4().hex, task_index=index, question=row.question
+            episode_id=episode_id or uuid.uuid4().hex, task_index=index, question=question
         )
         return FathomObservation(messages=list(self._transcript), tools=self._tools.schemas)
 
