@@ -25,17 +25,27 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from gsm8k_multireward.openenv import Gsm8kAction, Gsm8kEnvClient
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from envtools import cli
 
+if TYPE_CHECKING:
+    from gsm8k_multireward.openenv import Gsm8kEnvClient
+
 HONEST = "soak-honest-token-0123456789"
 HOSTILE = "soak-hostile-token-0123456789"
+
+
+def _client(url: str, token: str) -> Gsm8kEnvClient:
+    """The typed client; openenv-core (and the gradio it imports, ~6 s) loads only once a soak
+    runs, so a bad argument is reported at once."""
+    from gsm8k_multireward.openenv import Gsm8kEnvClient
+
+    return Gsm8kEnvClient(url, token=token)
 
 
 def gold_replies(data: Path) -> list[str]:
@@ -45,8 +55,10 @@ def gold_replies(data: Path) -> list[str]:
 
 async def honest_session(url: str, index: int, replies: list[str]) -> float:
     """One honest episode; its wall time. Raises if anything about it is wrong."""
+    from gsm8k_multireward.openenv import Gsm8kAction  # loaded by `_client` already
+
     started = time.perf_counter()
-    async with Gsm8kEnvClient(url, token=HONEST) as env:
+    async with _client(url, HONEST) as env:
         await env.reset(task_index=index % len(replies))
         result = await env.step(Gsm8kAction(message=replies[index % len(replies)]))
     if not result.done or result.observation.rewards["correct_answer"] != 1.0:
@@ -109,7 +121,7 @@ async def _declared_200_mb(url: str) -> str:
 
 
 async def _idle_hog(url: str, idle_s: float) -> str:
-    env = Gsm8kEnvClient(url, token=HOSTILE)
+    env = _client(url, HOSTILE)
     try:
         await env.reset(task_index=0)
         await asyncio.sleep(idle_s)
@@ -127,7 +139,7 @@ async def _idle_hog(url: str, idle_s: float) -> str:
 async def _session_flood(url: str, count: int = 40) -> str:
     """Hold `count` sessions open at once under one token: the per-client limit must refuse
     some of them."""
-    clients = [Gsm8kEnvClient(url, token=HOSTILE) for _ in range(count)]
+    clients = [_client(url, HOSTILE) for _ in range(count)]
     try:
         results = await asyncio.gather(
             *(c.reset(task_index=0) for c in clients), return_exceptions=True
@@ -138,7 +150,7 @@ async def _session_flood(url: str, count: int = 40) -> str:
 
 
 async def _dropped_episode(url: str) -> str:
-    env = Gsm8kEnvClient(url, token=HOSTILE)
+    env = _client(url, HOSTILE)
     await env.reset(task_index=1)
     assert env._ws is not None
     env._ws.transport.abort()  # gone without a close frame
