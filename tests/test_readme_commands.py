@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import fathom_runs
 import gsm8k_runs
 import httpx
 import pytest
@@ -55,6 +56,7 @@ COPY_IGNORE = shutil.ignore_patterns(
 # The model, endpoint and key variable that placeholders stand for.
 ENDPOINT_MODEL = "fathom-reference"
 KEY_VAR = "POLICY_API_KEY"
+USER_ROWS = "tests/fathom_rlm/userdata/fixtures/harbour.jsonl"  # the own-documents walkthrough
 SERVER_ARGV = [sys.executable, "-m", "envtools.policy_server", "--port", "0"]
 TIMEOUT_S = 1800  # per command; the slowest (the default evaluation) takes about a minute
 
@@ -166,15 +168,18 @@ def transfer_column(side: int, out: str) -> Callable[[Path], None]:
 
 def check_user_rows_walkthrough(copy: Path) -> None:
     """The fathom README's own-documents run: legacy `vf-eval -s` on 3 harbour rows, each
-    answered correctly by the reference (the policy server was given the rows with --data)."""
-    (results,) = sorted(copy.glob("**/outputs/evals/fathom-rlm--*/*/results.jsonl"))
-    rows = [json.loads(line) for line in results.read_text().splitlines()]
-    assert len(rows) == 3
-    assert all(row["metrics"]["correctness"] == 1.0 and row["reward"] > 0.5 for row in rows)
-    infos = [
-        row["info"] if isinstance(row["info"], dict) else json.loads(row["info"]) for row in rows
-    ]
-    assert {info["row_id"] for info in infos} == {"founder", "ships", "storm-year"}
+    answered correctly by the reference (the policy server was given the rows with --data),
+    every score the core's, and each question asked with its answer-kind line."""
+    from fathom_rlm.adapters.arguments import FathomArguments
+    from fathom_rlm.adapters.scoring import build_rows
+
+    results = fathom_runs.legacy_results(copy)
+    assert all(s["correctness"] == 1.0 and s["reward"] > 0.5 for _, s in results), results
+    assert {row["row_id"] for row, _ in results} == {"founder", "ships", "storm-year"}
+    rows = build_rows(FathomArguments(source=str(ROOT / USER_ROWS), num_examples=3))
+    fathom_runs.check_scores(results, rows, fathom_runs.REFERENCE, 1)
+    (saved,) = copy.rglob("results.jsonl")
+    assert "Answer with a number." in saved.read_text(), "the number row's answer-kind line"
 
 
 RUNS: dict[str, Run] = {
@@ -192,6 +197,7 @@ RUNS: dict[str, Run] = {
         ),
         endpoint=True,
         expect={"outputs/*/traces.jsonl": 8},
+        check=fathom_runs.check_readme_run("v1", 8, 1),
     ),
     "openenv-server": Run(
         (
@@ -210,14 +216,16 @@ RUNS: dict[str, Run] = {
         ),
         endpoint=True,
         venv="VERIFIERS_0_4_0_PYTHON",
+        check=fathom_runs.check_readme_run("v1", 5, 2),
     ),
     "vf-eval-legacy": Run(
         (
-            "uv run vf-eval fathom-rlm -m <model> -b <url> -k <API_KEY_VAR> -n 5 -r 2 "
+            "uv run vf-eval fathom-rlm -m <model> -b <url> -k <API_KEY_VAR> -n 5 -r 2 -s "
             """-a '{"doc_tokens": 16000}'""",
         ),
         endpoint=True,
         says=("reward",),
+        check=fathom_runs.check_readme_run("legacy", 5, 2),
     ),
     "evaluate-endpoint": Run(
         ("uv run python -m envtools.evaluate --model NAME --base-url URL",),
@@ -633,7 +641,7 @@ NOT_RUN: dict[str, str] = {
     (
         "SOME_VAR=scripted uv run vf-eval fathom-rlm -m fathom-reference -b "
         """http://127.0.0.1:PORT/v1 -k SOME_VAR -n 5 -r 2 -a '{"doc_tokens": 16000}' -s"""
-    ): _SAME + "vf-eval-legacy (plus -s, which saves the results)",
+    ): _SAME + "vf-eval-legacy",
     (
         "POLICY_KEY=scripted .venvs/verifiers-0.4.0/bin/vf-eval fathom-rlm -m fathom-reference "
         "--client.base-url http://127.0.0.1:PORT/v1 --client.api-key-var POLICY_KEY -n 5 -r 2 "

@@ -8,7 +8,6 @@ each comes from the `matrix` fixture (tests/conftest.py).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -18,12 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from fathom_runs import DOC_TOKENS, check_scores, replay_scores, v1_traces
 
 if TYPE_CHECKING:
     from fathom_rlm.documents import TaskRecord
 
 API_KEY_VAR = "FATHOM_TEST_KEY"
-DOC_TOKENS = 16_000  # small documents keep the end-to-end runs quick
 USER_ROWS = Path(__file__).resolve().parents[1] / "userdata" / "fixtures" / "harbour.jsonl"
 """User rows for the adapters' own-documents runs: the first `USER_ROW_COUNT` (a text row with
 evidence and a depth, a number and a year) are served."""
@@ -157,68 +156,11 @@ def user_policy_url() -> Any:
         yield url
 
 
-def replay_scores(row: TaskRecord, policy: str, **arguments: Any) -> dict[str, float]:
-    """The same rollout run by the core alone (its own loop, the policy called in-process, asked
-    the question as the model sees it), scored by the core: what every adapter must report."""
-    from contextlib import nullcontext
-
-    from fathom_rlm.adapters.arguments import FathomArguments
-    from fathom_rlm.adapters.scoring import load_document, score
-    from fathom_rlm.agent import run_rollout
-    from fathom_rlm.sandbox import shutdown_fork_servers
-    from fathom_rlm.userdata import task_question
-
-    from envtools.policies.fathom.overlap_reader import reading_any_text
-    from envtools.policies.registry import get_policy
-
-    args = FathomArguments(doc_tokens=DOC_TOKENS, **arguments)
-    scripted = get_policy(policy)
-
-    async def chat(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
-        return await scripted.respond(messages, tools)
-
-    rollout = run_rollout(load_document(row), task_question(row), chat, args.caps())
-    try:
-        with reading_any_text() if row.source == "user" else nullcontext():
-            record = asyncio.run(rollout)
-    finally:
-        shutdown_fork_servers()
-    return score(record, row, args)
-
-
 def check_clean(run: CliRun) -> None:
     """The CLI succeeded and left no process running and nothing in its TMPDIR."""
     assert run.returncode == 0, f"CLI failed:\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
     assert run.left_running == [], f"processes left running: {run.left_running}"
     assert run.leftover_tmp == [], f"temp files left behind: {run.leftover_tmp}"
-
-
-def check_scores(
-    results: list[tuple[dict[str, Any], dict[str, float]]],
-    rows: list[TaskRecord],
-    policy: str,
-    rollouts: int,
-) -> None:
-    """Every row was run `rollouts` times and every score equals the core's own run of it. The
-    saved rows are the framework's JSON: each must read back as the record it was made from."""
-    from fathom_rlm.documents import TaskRecord
-    from fathom_rlm.rewards import REWARD_NAME, SCORE_NAMES
-
-    tasks = [(TaskRecord.from_json(row), scores) for row, scores in results]
-    assert len(tasks) == len(rows) * rollouts
-    assert {task for task, _ in tasks} == set(rows)
-    expected: dict[str, dict[str, float]] = {}
-    for task, scores in tasks:
-        assert set(SCORE_NAMES) <= set(scores), f"missing: {set(SCORE_NAMES) - set(scores)}"
-        if task.question not in expected:
-            expected[task.question] = replay_scores(task, policy)
-        for name in SCORE_NAMES:
-            assert scores[name] == pytest.approx(expected[task.question][name]), (
-                name,
-                task.question,
-            )
-    # The honest reference policy must actually be rewarded, or the comparison proves little.
-    assert any(scores[REWARD_NAME] > 0.5 for _, scores in results), "nothing was rewarded"
 
 
 def v1_eval_argv(
@@ -253,21 +195,6 @@ def v1_eval_argv(
         "-o",
         str(out_dir),
     ]
-
-
-def v1_traces(out_dir: Path) -> list[tuple[dict[str, Any], dict[str, float]]]:
-    """(trace, scores) of every episode of the one v1 run under `out_dir`; every episode ok."""
-    files = list(out_dir.rglob("traces.jsonl"))
-    assert len(files) == 1, files
-    traces = []
-    for line in files[0].read_text().splitlines():
-        episode = json.loads(line)
-        assert episode["ok"], episode["errors"]
-        (trace,) = episode["traces"]
-        scores = {name: reward["score"] for name, reward in trace["rewards"].items()}
-        scores.update(trace["metrics"])
-        traces.append((trace, scores))
-    return traces
 
 
 class AdapterKit:

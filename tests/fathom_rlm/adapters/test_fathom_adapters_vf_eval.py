@@ -1,9 +1,12 @@
 """End to end through the real CLIs, as subprocesses, against the scripted policy server.
 
-Each matrix cell evaluates 3 eval rows x 2 rollouts with the reference policy and checks the saved
-results: every score name is present, every value equals what the core computes for the same
-rollout run on its own, and nothing (sandbox fork server, worker, temp dir) is left behind. Both
-adapters also serve 3 of the user's own rows (`source`), once each, on verifiers 0.3.1.
+Legacy `vf-eval` on verifiers 0.2.0 evaluates 3 eval rows x 2 rollouts with the reference policy;
+its saved results must hold every score name, each value equal to what the core computes for the
+same rollout run on its own, and nothing (sandbox fork server, worker, temp dir) may be left
+behind. v1 `eval` (0.3.1) serves 3 of the user's own rows (`source`) the same way. The other
+cells run as the README writes them, with the same score checks (tests/test_readme_commands.py:
+vf-eval-legacy and the own-documents walkthrough on 0.3.1, eval-in-process on 0.3.1, vf-eval-v1
+on 0.4.0; tests/support/fathom_runs.py).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from fathom_rlm.rewards import REWARD_NAME
+from fathom_runs import legacy_results, v1_results
 
 if TYPE_CHECKING:
     from fathom_rlm.documents import TaskRecord
@@ -26,38 +29,7 @@ ROLLOUTS = 2
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 
-def _results_file(out_dir: Path) -> Path:
-    files = list(out_dir.rglob("results.jsonl"))
-    assert len(files) == 1, files
-    return files[0]
-
-
-def _legacy_results(out_dir: Path) -> list[tuple[dict[str, Any], dict[str, float]]]:
-    results = []
-    for line in _results_file(out_dir).read_text().splitlines():
-        record = json.loads(line)
-        info = record["info"]
-        row = json.loads(info) if isinstance(info, str) else info
-        scores = {**record.get("metrics", {}), REWARD_NAME: record["reward"]}
-        results.append((row, scores))
-    return results
-
-
-def _v1_results(out_dir: Path, kit: Any) -> list[tuple[dict[str, Any], dict[str, float]]]:
-    results = []
-    for trace, scores in kit.v1_traces(out_dir):
-        assert trace["rewards"][REWARD_NAME]["weight"] == 1.0
-        # Sub-calls went through the interception too: more calls than root turns.
-        assert len(trace["calls"]) >= scores["turns"]
-        assert len(trace["calls"]) == scores["turns"] + trace["info"]["fathom"]["sub_turns"]
-        data = trace["task"]["data"]
-        assert set(data["row"]) >= {"question", "seed", "doc_tokens"}
-        assert len(json.dumps(data)) < 10_000, "task data must stay small (no document)"
-        results.append((data["row"], scores))
-    return results
-
-
-@pytest.mark.parametrize("verifiers_version", ["0.2.0", "0.3.1"])
+@pytest.mark.parametrize("verifiers_version", ["0.2.0"])
 def test_legacy_vf_eval(
     matrix: Any,
     kit: Any,
@@ -91,55 +63,7 @@ def test_legacy_vf_eval(
         tmp_path,
     )
     kit.check_clean(run)
-    kit.check_scores(_legacy_results(out_dir), eval_rows, POLICY, ROLLOUTS)
-
-
-@pytest.mark.parametrize("verifiers_version", ["0.3.1", "0.4.0"])
-def test_v1_eval(
-    matrix: Any,
-    kit: Any,
-    policy_url: str,
-    eval_rows: list[TaskRecord],
-    tmp_path: Path,
-    verifiers_version: str,
-) -> None:
-    python = matrix.python(verifiers_version)
-    # 0.3.1 ships the v1 CLI as `eval` (its `vf-eval` is the legacy one); 0.4.0 as `vf-eval`.
-    cli = "eval" if verifiers_version == "0.3.1" else "vf-eval"
-    out_dir = tmp_path / "out"
-    argv = kit.v1_eval_argv(
-        python.parent / cli, policy_url, POLICY, NUM_EXAMPLES, ROLLOUTS, out_dir
-    )
-    run = kit.run_cli(argv, tmp_path)
-    kit.check_clean(run)
-    kit.check_scores(_v1_results(out_dir, kit), eval_rows, POLICY, ROLLOUTS)
-
-
-def test_legacy_vf_eval_on_user_rows(
-    matrix: Any, kit: Any, user_policy_url: str, user_rows: list[TaskRecord], tmp_path: Path
-) -> None:
-    python = matrix.python("0.3.1")
-    out_dir = tmp_path / "out"
-    count = kit.user_row_count
-    run = kit.run_cli(
-        [
-            str(python.parent / "vf-eval"),
-            "fathom-rlm",
-            *("-m", POLICY, "-b", user_policy_url, "-k", kit.api_key_var),
-            *("-n", str(count), "-r", "1"),
-            *("-a", json.dumps({"source": str(kit.user_rows_path), "num_examples": count})),
-            *("-s", "-o", str(out_dir)),
-        ],
-        tmp_path,
-    )
-    kit.check_clean(run)
-    results = _legacy_results(out_dir)
-    kit.check_scores(results, user_rows, POLICY, 1)
-    # The model was asked the question with its answer-kind line (the number row's).
-    prompts = [
-        json.loads(line)["prompt"] for line in _results_file(out_dir).read_text().splitlines()
-    ]
-    assert any("Answer with a number." in json.dumps(p) for p in prompts)
+    kit.check_scores(legacy_results(out_dir), eval_rows, POLICY, ROLLOUTS)
 
 
 def test_v1_eval_on_user_rows(
@@ -153,7 +77,7 @@ def test_v1_eval_on_user_rows(
     )
     run = kit.run_cli(argv, tmp_path)
     kit.check_clean(run)
-    kit.check_scores(_v1_results(out_dir, kit), user_rows, POLICY, 1)
+    kit.check_scores(v1_results(out_dir), user_rows, POLICY, 1)
     # The harness asked the question with its answer-kind line (the number row's).
     asked = [node["message"] for trace, _ in kit.v1_traces(out_dir) for node in trace["nodes"]]
     assert any(m["role"] == "user" and "Answer with a number." in m["content"] for m in asked)
