@@ -115,7 +115,43 @@ def _best_sentences(question: str, text: str) -> list[str]:
 
 
 def _choices(question: str) -> dict[str, str]:
-    return {m.group(1): m.group(2) for m in re.finditer(r"^\s*\(([A-Z])\)\s*(.+)$", question, re.M)}
+    """The options of a choice question, one a line: "(B) text", "B) text" or "B. text"."""
+    option = r"^\s*\(?([A-Z])[).]\s*(.+)$"
+    return {m.group(1): m.group(2) for m in re.finditer(option, question, re.M)}
+
+
+# Books write their numbers in words.
+_UNITS = (
+    *("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"),
+    *("eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen"),
+    *("eighteen", "nineteen"),
+)
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_NUMBER_WORDS = {w: i for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
+_NUMBER_WORD = re.compile(
+    r"\b(?:(?:%s)(?:[- ](?:%s))*(?: hundred(?: and)?(?: (?:%s)(?:[- ](?:%s))?)?)?)\b"
+    % (("|".join(_NUMBER_WORDS),) * 4),
+    re.IGNORECASE,
+)
+
+
+def _number_value(words: str) -> int:
+    """ "fifteen" -> 15, "forty-two" -> 42, "five hundred and six" -> 506."""
+    total = 0
+    for part in re.split(r"[- ]+", words.lower()):
+        if part == "hundred":
+            total = max(total, 1) * 100
+        elif part in _NUMBER_WORDS:
+            total += _NUMBER_WORDS[part]
+    return total
+
+
+def _numbers(text: str) -> list[str]:
+    """The numbers of a text in order, written in digits or in words."""
+    digits = r"-?\d[\d,]*(?:\.\d+)?"
+    found = re.finditer(rf"{digits}|{_NUMBER_WORD.pattern}", text, re.IGNORECASE)
+    values = [m.group(0) for m in found]
+    return [v.rstrip(",") if v[0] in "-0123456789" else str(_number_value(v)) for v in values]
 
 
 def _extract(question: str, kind: str, quotes: list[str]) -> str:
@@ -125,11 +161,14 @@ def _extract(question: str, kind: str, quotes: list[str]) -> str:
         said = _words(text)
         scored = sorted((-len(_words(t) & said), letter) for letter, t in choices.items())
         return scored[0][1] if scored and scored[0][0] < 0 else NOT_FOUND
-    if kind in ("number", "year"):
-        pattern = r"\b\d{3,4}\b" if kind == "year" else r"-?\d[\d,]*(?:\.\d+)?"
-        asked = set(re.findall(pattern, question))
-        found = [x for x in re.findall(pattern, text) if x not in asked]
-        return found[0].rstrip(",") if found else NOT_FOUND
+    if kind == "year":
+        asked = set(re.findall(r"\b\d{3,4}\b", question))
+        found = [x for x in re.findall(r"\b\d{3,4}\b", text) if x not in asked]
+        return found[0] if found else NOT_FOUND
+    if kind == "number":
+        asked = set(_numbers(question))
+        found = [x for x in _numbers(text) if x not in asked]
+        return found[0] if found else NOT_FOUND
     asked = _words(question)
     # The best sentences themselves first, then the sentences that follow them.
     heads = " ".join(_SENTENCE_HEAD.match(q).group(0) for q in quotes)  # type: ignore[union-attr]
