@@ -365,31 +365,7 @@ def _run_config(
     command = "uv run python -m envtools.evaluate" + "".join(
         f" {a}" for a in (argv if argv is not None else sys.argv[1:])
     )
-    if args.data is not None:
-        kinds: dict[str, int] = {}
-        for row in args.rows:
-            kinds[row.answer_kind] = kinds.get(row.answer_kind, 0) + 1
-        source = {"data": str(args.data), "format": args.format, "answer_kinds": kinds}
-        return {
-            "command": command,
-            "source": "user rows",
-            **source,
-            "split": None,
-            "n": args.n,
-            "doc_tokens": None,
-            "seed": args.seed,
-            "resamples": args.resamples,
-            "concurrency": args.concurrency,
-            "timeout_s": args.timeout,
-            "contenders": {c.name: c.kind for c in contenders},
-            "model": args.model,
-            "base_url": args.base_url,
-        }
-    return {
-        "command": command,
-        "split": args.split,
-        "n": args.n,
-        "doc_tokens": args.doc_tokens,
+    run = {
         "seed": args.seed,
         "resamples": args.resamples,
         "concurrency": args.concurrency,
@@ -398,6 +374,20 @@ def _run_config(
         "model": args.model,
         "base_url": args.base_url,
     }
+    if args.data is None:
+        return {
+            "command": command,
+            "split": args.split,
+            "n": args.n,
+            "doc_tokens": args.doc_tokens,
+            **run,
+        }
+    kinds: dict[str, int] = {}
+    for row in args.rows:
+        kinds[row.answer_kind] = kinds.get(row.answer_kind, 0) + 1
+    source = {"data": str(args.data), "format": args.format, "answer_kinds": kinds}
+    where = {"split": None, "n": args.n, "doc_tokens": None}
+    return {"command": command, "source": "user rows", **source, **where, **run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
