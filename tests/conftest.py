@@ -271,3 +271,17 @@ def start_failure(
         return err
 
     return run
+
+
+# --- Scheduling ----------------------------------------------------------------------------------
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests first (marked `slow`, or a module that shares a server or corpus as an
+    `xdist_group`): on 2 workers, one of them started last keeps the run going while the other
+    worker sits idle. The order is stable otherwise."""
+
+    def short(item: pytest.Item) -> bool:
+        return not (item.get_closest_marker("slow") or item.get_closest_marker("xdist_group"))
+
+    items.sort(key=short)
