@@ -9,9 +9,9 @@ nothing. A pronoun subject is resolved from the antecedent sentence right before
 from its introduction earlier in the same text; when that sentence is not part of the text, the
 fact is returned with ``resolved=False`` and the pronoun or alias as written.
 
-A verdict (verdicts.py in the generator: "Nobody disputed the entry.") settles the statement
-right before it: one whose signs multiply to a minus ("The registrar upheld the charge of a
-clerical error.") cancels it, so a plain false statement followed by its verdict reads as
+A verdict (verdicts.py in the generator: "The registrar upheld the entry; later, the assizes
+overturned the ruling.") settles the statement right before it: one whose signs multiply to a
+minus, as that one's do, cancels it, so a plain false statement followed by its verdict reads as
 nothing. A text that holds the statement but not the verdict after it (cut between the two)
 reads the statement as a fact, as a reader of that text alone must; both sentences always sit
 in one paragraph, so a text cut at paragraph breaks never splits them.
@@ -25,6 +25,7 @@ the statement before it stands (what a reader that learned its verdicts from `tr
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from functools import lru_cache
 
@@ -208,7 +209,7 @@ def compiled_grammar(
 
 def _verdict_reader(splits: tuple[str, ...]) -> tuple[dict[str, int], re.Pattern]:
     """(sign of each verdict part, the pattern of a whole verdict) for ``splits``' parts."""
-    slots: dict[str, list[str]] = {"who": [], "verb": [], "what": []}
+    slots: dict[str, list[str]] = {s: [] for s in ("who", "verb", "what", "then", "court", "end")}
     signs: dict[str, int] = {}
     for split in splits:
         p = verdict_parts(split)
@@ -216,14 +217,23 @@ def _verdict_reader(splits: tuple[str, ...]) -> tuple[dict[str, int], re.Pattern
             ("who", p.sources, p.nobodies),
             ("verb", p.backing, p.rejecting),
             ("what", p.claims, p.doubts),
+            ("then", p.then, ()),
+            ("court", p.courts, ()),
+            ("end", p.outcomes, p.challenges),
         ):
             slots[slot] += (*plus, *minus)
             signs.update({**dict.fromkeys(plus, 1), **dict.fromkeys(minus, -1)})
-    groups = []
-    for slot, words in slots.items():
-        words.sort(key=len, reverse=True)  # "the report of a misreading" before "the report"
-        groups.append(f"(?P<{slot}>{'|'.join(map(re.escape, words)) or '(?!)'})")
-    return signs, re.compile(" ".join(groups) + r"\.")
+
+    def group(name: str, slot: str) -> str:
+        words = sorted(slots[slot], key=len, reverse=True)  # "No one in the town" before "No one"
+        return f"(?P<{name}>{'|'.join(map(re.escape, words)) or '(?!)'})"
+
+    pattern = (
+        f"{group('who', 'who')} {group('verb', 'verb')} {group('what', 'what')}; "
+        f"{group('then', 'then')}, {group('court', 'court')} {group('verb2', 'verb')} "
+        f"{group('end', 'end')}\\."
+    )
+    return signs, re.compile(pattern)
 
 
 def read_verdict(sentence: str, splits: tuple[str, ...] = SPLITS) -> bool | None:
@@ -238,7 +248,7 @@ def _verdict_of(grammar: CompiledGrammar, sentence: str) -> bool | None:
     if m is None:
         return None
     signs = grammar.verdict_signs
-    return signs[m["who"]] * signs[m["verb"]] * signs[m["what"]] > 0
+    return math.prod(signs[m[slot]] for slot in ("who", "verb", "what", "verb2", "end")) > 0
 
 
 def _norm_alias(surface: str) -> str:

@@ -51,9 +51,9 @@ class RenderResult:
 
 # Average unit lengths in characters (measured on generated documents): they size a document's
 # retracted statements and reserve each chapter's room before any of it is written.
-_NEEDLE_CHARS, _ONE_OFF_CHARS, _INTRO_CHARS, _RETRACTED_CHARS = 80, 130, 65, 130
+_NEEDLE_CHARS, _ONE_OFF_CHARS, _INTRO_CHARS, _RETRACTED_CHARS = 80, 175, 65, 175
 MAX_RETRACTED_PER_FACT = 5
-MANDATORY_SHARE = 0.8  # needles, alias introductions and retracted statements: the rest filler
+MANDATORY_SHARE = 0.9  # needles, alias introductions and retracted statements: the rest filler
 
 
 def retractions_per_fact(world: World, doc_chars: int) -> int:

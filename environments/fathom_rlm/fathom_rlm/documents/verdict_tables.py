@@ -1,17 +1,18 @@
 """The parts of a verdict: the sentence after each statement of a one-off fact (verdicts.py).
 
-A verdict is ``{who} {verb} {what}.``, and whether it lets the statement before it stand is the
-product of three signs: who (a source, or nobody), the verb (backing or rejecting) and what (the
-statement itself, or a doubt raised against it). "The registrar upheld the entry." and "Nobody
-disputed the charge of a clerical error." hold the statement against its doubters' words: no
-sign is a word list's to read, it takes all three.
+A verdict is ``{who} {verb} {what}; {then}, {court} {verb} {outcome}.``: someone rules on the
+statement, and a later authority settles that ruling. "The registrar upheld the entry; later,
+the assizes overturned the ruling." does not let the statement stand; "Nobody upheld the charge
+of a clerical error; on review, the synod dismissed the appeal." does. Whether it stands is the
+product of the signs of the two verbs (backing or rejecting) and of the outcome (the ruling
+itself, or a challenge to it).
 
-Every list is dealt to the splits round-robin (index mod 3: train, eval, heldout). The verbs are
-the one part whose sign no other split's lexicon gives away: each is a single word used nowhere
-else in the lists (no shared particle or stem across verbs either), so a lexicon learned on
-`train` meets only unknown verbs on `heldout`. Negations ("Nobody", "Not one") sit only in the
-sources and words of error only in the doubts, and both stand in half of each class, so they
-count for nothing on their own.
+Every list is dealt to the splits round-robin (index mod 3: train, eval, heldout). The verbs and
+the outcomes are each a single word used nowhere else in the lists (no shared particle or stem),
+so a lexicon learned on `train` meets only unknown ones on `heldout`. Negations ("Nobody", "Not
+one") and words of error ("a clerical error") come only together, in the first ruling ("Nobody
+upheld the charge of a clerical error" backs the statement as "The registrar upheld the entry"
+does), and in half of each class: they count for nothing on their own.
 """
 
 from __future__ import annotations
@@ -88,17 +89,17 @@ BACKING: tuple[str, ...] = (
     "validated",
     "championed",
     "heeded",
-    "believed",
+    "adopted",
     "bolstered",
     "applauded",
     "backed",
     "welcomed",
-    "trusted",
+    "sided with",
     "honoured",
-    "authenticated",
-    "guaranteed",
-    "praised",
-    "acknowledged",
+    "favoured",
+    "vindicated",
+    "commended",
+    "allowed",
     "countersigned",
     "embraced",
 )
@@ -111,7 +112,7 @@ REJECTING: tuple[str, ...] = (
     "contested",
     "refuted",
     "disproved",
-    "questioned",
+    "reversed",
     "dismissed",
     "overturned",
     "repudiated",
@@ -168,18 +169,18 @@ DOUBTS: tuple[str, ...] = (
     "the talk of a mistake",
     "the charge of a clerical error",
     "the doubts about it",
-    "the complaint against it",
+    "the grumbling about it",
     "the story that it was a slip",
-    "the objection to it",
+    "the unease about it",
     "the suspicion of a forgery",
     "the claim that it was false",
     "the gossip against it",
     "the whisper of a misprint",
     "the accusation of tampering",
-    "the protest against it",
+    "the muttering against it",
     "the theory of a copying error",
     "the tale of a mix-up",
-    "the petition against it",
+    "the slander against it",
     "the charge that it was invented",
     "the suggestion of a blunder",
     "the report of a misreading",
@@ -188,4 +189,124 @@ DOUBTS: tuple[str, ...] = (
     "the case against it",
     "the hint of a falsehood",
     "the murmurs of a slip",
+)
+
+THEN: tuple[str, ...] = (
+    "later",
+    "in time",
+    "on review",
+    "a year on",
+    "at the next sitting",
+    "soon after",
+    "in the end",
+    "on reflection",
+    "within the month",
+    "some seasons later",
+    "after a long delay",
+    "at last",
+)
+
+COURTS: tuple[str, ...] = (
+    "the county court",
+    "the bishop",
+    "the town council",
+    "the assizes",
+    "the high court",
+    "the synod",
+    "the board of inquiry",
+    "the magistrates' bench",
+    "the chancery",
+    "the tribunal",
+    "the lord lieutenant",
+    "the governor",
+    "the guild court",
+    "the archdeacon",
+    "the crown's commissioner",
+    "the justices",
+    "the coroner's jury",
+    "the chapter of canons",
+    "the chief justice",
+    "the review board",
+    "the provost",
+    "the warden",
+    "the grand jury",
+    "the privy council",
+)
+
+OUTCOMES: tuple[str, ...] = (
+    "the finding",
+    "the ruling",
+    "the judgement",
+    "the decision",
+    "the verdict",
+    "the conclusion",
+    "the outcome",
+    "the holding",
+    "the determination",
+    "the pronouncement",
+    "the resolution",
+    "the opinion",
+    "the assessment",
+    "the declaration",
+    "the adjudication",
+    "the decree",
+    "the order",
+    "the answer",
+    "the settlement",
+    "the result",
+    "the reckoning",
+    "the arbitration",
+    "the disposition",
+    "the recommendation",
+    "the edict",
+    "the writ",
+    "the dictum",
+    "the precedent",
+    "the award",
+    "the consensus",
+    "the proclamation",
+    "the ordinance",
+    "the appraisal",
+    "the attestation",
+    "the mandate",
+    "the evaluation",
+)
+
+CHALLENGES: tuple[str, ...] = (
+    "the appeal",
+    "the challenge",
+    "the petition",
+    "the protest",
+    "the objection",
+    "the complaint",
+    "the grievance",
+    "the remonstrance",
+    "the demurral",
+    "the counterclaim",
+    "the plea",
+    "the rebuke",
+    "the exception",
+    "the dissent",
+    "the outcry",
+    "the suit",
+    "the cavil",
+    "the rejoinder",
+    "the reproof",
+    "the reproach",
+    "the censure",
+    "the indictment",
+    "the contention",
+    "the impeachment",
+    "the retort",
+    "the riposte",
+    "the quibble",
+    "the countercharge",
+    "the caveat",
+    "the repeal",
+    "the annulment",
+    "the revocation",
+    "the rescission",
+    "the disavowal",
+    "the reprimand",
+    "the admonition",
 )

@@ -2,22 +2,27 @@
 
 Every statement of a relation held once (birth, teacher, maker, founding, seat), the true one
 and each retracted false one, is followed in its paragraph by a verdict of its own, composed
-afresh from the split's parts (verdict_tables.py): ``{who} {verb} {what}.``. It lets the
-statement stand when the signs of who, verb and what multiply to a plus; the draw picks who and
-what at random (a source or nobody; the statement or a doubt against it) and then the verb that
-makes the product come out right.
+afresh from its split's parts (verdict_tables.py):
+``{who} {verb} {what}; {then}, {court} {verb} {outcome}.`` -- a first ruling on the statement,
+then a later authority's word on that ruling. The statement stands when the signs of the first
+verb, the second verb and the outcome multiply to a plus. The draw takes the first verb's and
+the outcome's signs at random and then the second verb whose sign makes the product right.
 
-Why per statement, and why three signs:
+Why so:
 
 * Nothing is shared between facts. Were a document's verdicts a few stock sentences used for
   every fact, one decision about which of them says "this stands" would answer every one-off
   question at once; a fresh verdict settles one statement.
-* No part's sign says the verdict's. Each class takes every source and every claim or doubt
-  equally often (half of each class is negated, half names a doubt), so counting negations or
-  words of error is at chance; and each (who, what), (who, verb) or (verb, what) pair occurs
-  in both classes alike, so only the whole triple tells, and a split has thousands of triples.
-* The verbs of a split are its own single words (no other split has them), so a lexicon of
-  verb signs learned on `train` knows none of `heldout`'s.
+* No part says which class a verdict is in. Each sign-bearing part (the two verbs, the
+  outcome) is a plus or a minus with even odds in either class, so is each pair of them; only
+  the product of all three tells. A document has five false statements per true one, so a part
+  whose sign followed the class would give itself away by how often it occurs: "the verb that
+  is rare here means the statement stands".
+* What code sees of every split alike, negations and words of error, stands in half of each
+  class and always in pairs that cancel ("Nobody upheld the charge of a clerical error" is a
+  first ruling for the statement, as "The registrar upheld the entry" is).
+* The verbs and outcomes of a split are its own single words, so a lexicon learned on `train`
+  knows none of `heldout`'s.
 """
 
 from __future__ import annotations
@@ -27,19 +32,35 @@ from dataclasses import dataclass
 from functools import cache
 
 from .grammar import SPLITS, deal
-from .verdict_tables import BACKING, CLAIMS, DOUBTS, NOBODIES, REJECTING, SOURCES
+from .verdict_tables import (
+    BACKING,
+    CHALLENGES,
+    CLAIMS,
+    COURTS,
+    DOUBTS,
+    NOBODIES,
+    OUTCOMES,
+    REJECTING,
+    SOURCES,
+    THEN,
+)
 
 
 @dataclass(frozen=True)
 class VerdictParts:
-    """One split's verdict parts, by sign."""
+    """One split's verdict parts. ``sources`` rule on ``claims``, ``nobodies`` on ``doubts``;
+    ``outcomes`` are a first ruling itself, ``challenges`` an attack on it."""
 
     sources: tuple[str, ...]
     nobodies: tuple[str, ...]
-    backing: tuple[str, ...]
-    rejecting: tuple[str, ...]
     claims: tuple[str, ...]
     doubts: tuple[str, ...]
+    backing: tuple[str, ...]
+    rejecting: tuple[str, ...]
+    then: tuple[str, ...]
+    courts: tuple[str, ...]
+    outcomes: tuple[str, ...]
+    challenges: tuple[str, ...]
 
 
 @cache
@@ -47,18 +68,23 @@ def verdict_parts(split: str) -> VerdictParts:
     """The verdict parts dealt to ``split``."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}")
-    return VerdictParts(
-        *(deal(t, split) for t in (SOURCES, NOBODIES, BACKING, REJECTING, CLAIMS, DOUBTS))
-    )
+    tables = (SOURCES, NOBODIES, CLAIMS, DOUBTS, BACKING, REJECTING, THEN, COURTS, OUTCOMES)
+    return VerdictParts(*(deal(t, split) for t in (*tables, CHALLENGES)))
 
 
 def draw_verdict(rnd: Callable[[], float], parts: VerdictParts, stands: bool) -> str:
     """A fresh verdict that lets the statement before it stand exactly when ``stands``."""
+
+    def pick(seq: tuple[str, ...]) -> str:
+        return seq[int(rnd() * len(seq))]
+
     nobody = rnd() < 0.5
-    doubt = rnd() < 0.5
-    backs = stands != (nobody != doubt)  # (+1 or -1 for each part) multiplies to the verdict
-    who = parts.nobodies if nobody else parts.sources
-    verb = parts.backing if backs else parts.rejecting
-    what = parts.doubts if doubt else parts.claims
-    pick = [seq[int(rnd() * len(seq))] for seq in (who, verb, what)]
-    return f"{pick[0]} {pick[1]} {pick[2]}."
+    first_backs = rnd() < 0.5
+    upheld = rnd() < 0.5  # the outcome is the first ruling itself, not a challenge to it
+    second_backs = stands == (first_backs == upheld)  # the three signs multiply to ``stands``
+    who, what = (parts.nobodies, parts.doubts) if nobody else (parts.sources, parts.claims)
+    verbs = (parts.rejecting, parts.backing)
+    first = f"{pick(who)} {pick(verbs[first_backs])} {pick(what)}"
+    outcome = pick(parts.outcomes if upheld else parts.challenges)
+    second = f"{pick(parts.then)}, {pick(parts.courts)} {pick(verbs[second_backs])} {outcome}"
+    return f"{first}; {second}."
