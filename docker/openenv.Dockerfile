@@ -21,13 +21,15 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     OPENENV_TOKEN_FILE=/run/secrets/openenv_token
 
 WORKDIR /srv
-# The two environment packages and the guard their `[openenv]` extra needs: they install and
-# run without the workspace root.
+# The two environment packages, the adapter code they share and the guard their `[openenv]`
+# extra needs: they install and run without the workspace root.
+COPY packages/env_adapters /srv/packages/env_adapters
 COPY packages/openenv_guard /srv/packages/openenv_guard
 COPY environments/fathom_rlm /srv/environments/fathom_rlm
 COPY environments/gsm8k_multireward /srv/environments/gsm8k_multireward
 RUN python -m pip install uv \
     && python -m uv pip install --system \
+        /srv/packages/env_adapters \
         /srv/packages/openenv_guard \
         "/srv/environments/fathom_rlm[openenv]" \
         "/srv/environments/gsm8k_multireward[openenv]"

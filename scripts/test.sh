@@ -21,8 +21,9 @@ build_matrix_venv() {
     local version="$1" venv=".venvs/verifiers-$1"
     [ -x "$venv/bin/python" ] || uv venv --quiet --python "$main_python" "$venv"
     uv pip sync --quiet --python "$venv/bin/python" "ci/requirements/verifiers-$version.txt"
-    # The environments only: the scripted policy server runs from the main venv.
-    uv pip install --quiet --python "$venv/bin/python" --no-deps \
+    # The environments (and their shared adapter package) only: the scripted policy server runs
+    # from the main venv.
+    uv pip install --quiet --python "$venv/bin/python" --no-deps -e packages/env_adapters \
         -e environments/gsm8k_multireward -e environments/fathom_rlm
     if ! uv pip check --quiet --python "$venv/bin/python"; then
         echo "error: ci/requirements/verifiers-$version.txt is stale; regenerate it" >&2
@@ -39,8 +40,10 @@ build_trl_venv() {
     [ -x "$venv/bin/python" ] || python -m venv "$venv"
     "${pip[@]}" install torch==2.13.0
     "${pip[@]}" install --no-deps -r "$pins"
-    # The launcher (root package) and both environments; their verifiers extras are not needed.
-    "${pip[@]}" install --no-deps --no-build-isolation -e . -e environments/gsm8k_multireward -e environments/fathom_rlm
+    # The launcher (root package), both environments and their shared adapter package (pip cannot
+    # resolve a workspace package by name); their verifiers extras are not needed.
+    "${pip[@]}" install --no-deps --no-build-isolation -e . -e packages/env_adapters \
+        -e environments/gsm8k_multireward -e environments/fathom_rlm
     # The root package's own dependencies (plots, an OpenAI client) are not needed by the launcher.
     local broken
     broken="$("$venv/bin/python" -m pip check 2>&1 | grep -v -e '^envtools ' -e '^No broken' || true)"

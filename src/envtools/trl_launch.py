@@ -233,7 +233,7 @@ def build(config: LaunchConfig) -> Launch:
             float(environment.reward_weights[key]) for key in config.reward_keys
         )
         # The environment's needs (fathom-rlm: its turn cap) unless the file sets them.
-        trainer_fields = {**getattr(environment, "trainer_defaults", {}), **config.trainer}
+        trainer_fields = {**environment.trainer_defaults, **config.trainer}
         args = grpo_config(GRPOConfig, trainer_fields, config, weights)
         extra: dict[str, Any] = {}
         if environment.environment_factory is not None:

@@ -2,7 +2,9 @@
 limits, `middleware` for where they are enforced, `quotas` for model-endpoint budgets)."""
 
 from openenv_guard.app import RowResetArgs, add_error_handlers, guard_app, guarded_env_app, serve
-from openenv_guard.client import TokenClient, TokenEnvClient
+from openenv_guard.client import ModelClient, TokenClient, TokenEnvClient
+from openenv_guard.command import run_server, server_parser
+from openenv_guard.environment import LoopEnvironment, row_index
 from openenv_guard.flags import add_config_arguments, config_values
 from openenv_guard.middleware import ServingGuard
 from openenv_guard.quotas import (
@@ -29,6 +31,8 @@ __all__ = [
     "Client",
     "ClientQuotas",
     "GuardSettings",
+    "LoopEnvironment",
+    "ModelClient",
     "QuotaExceeded",
     "RowResetArgs",
     "ServingGuard",
@@ -46,5 +50,8 @@ __all__ = [
     "guard_settings",
     "guarded_env_app",
     "offload",
+    "row_index",
+    "run_server",
     "serve",
+    "server_parser",
 ]

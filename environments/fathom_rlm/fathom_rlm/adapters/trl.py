@@ -25,9 +25,11 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from typing import Any
+
+from env_adapters import RewardBatch, TRLEnvironment, named_rewards
 
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.endpoint import Endpoint, per_call_chat
@@ -55,25 +57,6 @@ SUB_CALL_PREFIX = "sub_"
 _SUB_CALL_FIELDS = tuple(SUB_CALL_PREFIX + f.name for f in fields(Endpoint))
 _CLOSE_TIMEOUT_S = 30.0
 
-RewardFunc = Callable[..., list[float]]
-
-
-@dataclass
-class TRLEnvironment:
-    """What a TRL launcher needs: data, reward functions, default weights, the environment."""
-
-    train_dataset: Any
-    """A `datasets.Dataset`: `prompt` (system + question), `info` (the row as JSON), `answer`."""
-    reward_funcs: dict[str, RewardFunc]
-    """One reward function per key of `REWARD_KEYS`, `__name__`d by the key."""
-    reward_weights: dict[str, float]
-    """`reward` weighs 1, every other key 0: their sum is the environment's own reward."""
-    environment_factory: Callable[[], FathomTRLEnv]
-    trainer_defaults: dict[str, Any] = field(default_factory=dict)
-    """`GRPOConfig` fields this environment needs unless the run sets them."""
-    close: Callable[[], None] = field(default=lambda: None)
-    """Closes every instance's sandbox workers."""
-
 
 def load_trl_environment(*, sub_chat: ChatFn | None = None, **kwargs: Any) -> TRLEnvironment:
     """The environment for TRL. `kwargs` are `FathomArguments` fields plus the sub-call endpoint,
@@ -100,7 +83,7 @@ def load_trl_environment(*, sub_chat: ChatFn | None = None, **kwargs: Any) -> TR
 
     return TRLEnvironment(
         train_dataset=train_dataset(args),
-        reward_funcs={key: _score_function(key) for key in REWARD_KEYS},
+        reward_funcs=named_rewards(REWARD_KEYS, _rollout_scores, "each finished rollout"),
         reward_weights={key: 1.0 if key == REWARD_NAME else 0.0 for key in REWARD_KEYS},
         environment_factory=factory,
         # Root model calls = tool rounds + the answering call.
@@ -266,26 +249,14 @@ def final_message(completion: Any) -> tuple[str | None, int]:
     return (content if isinstance(content, str) else ""), replies
 
 
-def _score_function(key: str) -> RewardFunc:
-    def reward(
-        prompts: Sequence[Any],
-        completions: Sequence[Any],
-        environments: Sequence[FathomTRLEnv],
-        completion_ids: Sequence[Sequence[int]] | None = None,
-        **_: Any,
-    ) -> list[float]:
-        tokens = [len(ids) for ids in completion_ids] if completion_ids is not None else None
-        return [
-            env._score(prompt, completion, tokens[i] if tokens is not None else None)[key]
-            for i, (env, prompt, completion) in enumerate(
-                zip(environments, prompts, completions, strict=True)
-            )
-        ]
-
-    # TRL names each reward in its logs by the function's __name__.
-    reward.__name__ = reward.__qualname__ = key
-    reward.__doc__ = f"The core's `{key}` of each finished rollout (TRL reward signature)."
-    return reward
+def _rollout_scores(batch: RewardBatch) -> list[dict[str, float]]:
+    """Each finished rollout's scores, from the instance that ran it (TRL's `environments`)."""
+    environments: Sequence[FathomTRLEnv] = batch.columns["environments"]
+    rollouts = zip(environments, batch.prompts, batch.completions, strict=True)
+    return [
+        env._score(prompt, completion, batch.tokens(index))
+        for index, (env, prompt, completion) in enumerate(rollouts)
+    ]
 
 
 def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:

@@ -27,10 +27,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import verifiers.v1 as vf
+from env_adapters.fields import fields_model
 from pydantic import ConfigDict, Field, model_validator
 
 from fathom_rlm.adapters.arguments import FathomArguments
-from fathom_rlm.adapters.fields import fields_model
 from fathom_rlm.adapters.harness import FathomHarness
 from fathom_rlm.adapters.scoring import REWARD_NAME, build_rows, gold_problems, score
 from fathom_rlm.agent import RolloutRecord

@@ -15,9 +15,10 @@ count the core prefers over its characters-per-token estimate.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
+
+from env_adapters import RewardBatch, RewardFunc, TRLEnvironment, named_rewards
 
 from gsm8k_multireward.config import GSM8KConfig
 from gsm8k_multireward.data import build_prompt, load_examples
@@ -26,24 +27,6 @@ from gsm8k_multireward.rewards import CORRECT_ANSWER, LENGTH_REWARD, score_compl
 
 REWARD_KEYS: tuple[str, ...] = (CORRECT_ANSWER, LENGTH_REWARD)
 """The reward components, in the order the default weights and the reward functions use."""
-
-RewardFunc = Callable[..., list[float]]
-
-
-@dataclass
-class TRLEnvironment:
-    """What a TRL launcher needs: the data, the reward functions and their default weights."""
-
-    train_dataset: Any
-    """A `datasets.Dataset` with a conversational `prompt` column and the gold `answer`."""
-    reward_funcs: dict[str, RewardFunc]
-    """One reward function per component, keyed (and `__name__`d) by the component name."""
-    reward_weights: dict[str, float]
-    """The weights that make the weighted sum the environment's own `reward`."""
-    environment_factory: Callable[[], Any] | None = None
-    """Single-turn: no TRL environment (the multi-turn fathom-rlm adapter sets one)."""
-    close: Callable[[], None] = field(default=lambda: None)
-    """Stops the grader's worker processes."""
 
 
 def load_trl_environment(**kwargs: Any) -> TRLEnvironment:
@@ -81,7 +64,7 @@ def train_dataset(config: GSM8KConfig) -> Any:
 def reward_functions(config: GSM8KConfig, grader: MathGrader) -> dict[str, RewardFunc]:
     """`{"correct_answer": fn, "length_reward": fn}` in TRL's reward-function signature."""
     scorer = _BatchScorer(config, grader)
-    return {key: _component_function(key, scorer) for key in REWARD_KEYS}
+    return named_rewards(REWARD_KEYS, scorer.scores, "each completion")
 
 
 def completion_text(completion: Any) -> str:
@@ -99,22 +82,6 @@ def completion_text(completion: Any) -> str:
     return ""
 
 
-def _component_function(key: str, scorer: _BatchScorer) -> RewardFunc:
-    def reward(
-        prompts: Sequence[Any],
-        completions: Sequence[Any],
-        answer: Sequence[str],
-        completion_ids: Sequence[Sequence[int]] | None = None,
-        **_: Any,
-    ) -> list[float]:
-        return [scores[key] for scores in scorer.scores(completions, answer, completion_ids)]
-
-    # TRL names each reward in its logs by the function's __name__.
-    reward.__name__ = reward.__qualname__ = key
-    reward.__doc__ = f"The core's `{key}` of each completion (TRL reward-function signature)."
-    return reward
-
-
 class _BatchScorer:
     """Scores a batch once; TRL calls every reward function on the same batch in turn."""
 
@@ -124,17 +91,13 @@ class _BatchScorer:
         self._lock = threading.Lock()
         self._last: tuple[tuple, list[dict[str, float]]] | None = None
 
-    def scores(
-        self,
-        completions: Sequence[Any],
-        answers: Sequence[str],
-        completion_ids: Sequence[Sequence[int]] | None,
-    ) -> list[dict[str, float]]:
+    def scores(self, batch: RewardBatch) -> list[dict[str, float]]:
+        """Each completion's scores against the batch's gold `answer` column."""
+        completions, answers = batch.completions, batch.columns["answer"]
         if len(answers) != len(completions):
             raise ValueError(f"{len(completions)} completions but {len(answers)} answers")
         texts = [completion_text(c) for c in completions]
-        tokens = [len(ids) for ids in completion_ids] if completion_ids is not None else None
-        key = (tuple(texts), tuple(str(a) for a in answers), tuple(tokens or ()))
+        key = (tuple(texts), tuple(str(a) for a in answers), tuple(batch.completion_tokens or ()))
         with self._lock:
             if self._last is not None and self._last[0] == key:
                 return self._last[1]
@@ -144,7 +107,7 @@ class _BatchScorer:
                     str(gold),
                     self._grader,
                     self._config,
-                    reported_tokens=tokens[index] if tokens is not None else None,
+                    reported_tokens=batch.tokens(index),
                 )
                 for index, (text, gold) in enumerate(zip(texts, answers, strict=True))
             ]

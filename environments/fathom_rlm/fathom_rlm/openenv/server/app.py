@@ -20,13 +20,12 @@ from openenv_guard import (
     ClientQuotas,
     GuardSettings,
     add_config_arguments,
-    add_guard_arguments,
     check_endpoint_url,
     config_values,
     fail_at_start,
-    guard_settings,
     guarded_env_app,
-    serve,
+    run_server,
+    server_parser,
 )
 from openenv_guard.middleware import ServingGuard
 
@@ -42,35 +41,23 @@ ENDPOINT_PREFIX = "llm_"
 """The server's flags for the sub-call endpoint are `Endpoint`'s fields with this prefix."""
 
 
-def create_fathom_app(options: ServerOptions, settings: GuardSettings) -> ServingGuard:
-    """openenv-core's app for fathom-rlm behind the guard (with `/healthz`); the process's
-    sandbox fork server and scratch root close with it."""
-    quotas = ClientQuotas(settings)
-    return guarded_env_app(
-        lambda: FathomEnvironment(options, quotas),
-        FathomAction,
-        FathomObservation,
-        env_name="fathom-rlm",
-        settings=settings,
-        close=close_serving_scope,
-        quotas=quotas,
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The server command's flags (see the module docstring)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m fathom_rlm.openenv.server.app",
-        description="Serve fathom-rlm over OpenEnv (HTTP + WebSocket, openenv-core's server).",
+    return server_parser(
+        "fathom_rlm.openenv.server.app",
+        "Serve fathom-rlm over OpenEnv (HTTP + WebSocket, openenv-core's server).",
+        _add_arguments,
+        max_sessions=64,
     )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser, Endpoint, prefix=ENDPOINT_PREFIX)
     add_config_arguments(
         parser.add_argument_group("environment arguments"),
         FathomArguments,
         names=FathomArguments.names(),
     )
-    add_guard_arguments(parser, max_sessions=64)
-    return parser
 
 
 def server_options(args: argparse.Namespace, settings: GuardSettings) -> ServerOptions:
@@ -97,10 +84,28 @@ def _or_fail(build: Callable[[], T]) -> T:
         fail_at_start(" ".join(str(exc).split()))
 
 
+def create_fathom_app(options: ServerOptions, settings: GuardSettings) -> ServingGuard:
+    """openenv-core's app for fathom-rlm behind the guard (with `/healthz`); the process's
+    sandbox fork server and scratch root close with it."""
+    quotas = ClientQuotas(settings)
+    return guarded_env_app(
+        lambda: FathomEnvironment(options, quotas),
+        FathomAction,
+        FathomObservation,
+        env_name="fathom-rlm",
+        settings=settings,
+        close=close_serving_scope,
+        quotas=quotas,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
-    settings = guard_settings(args)
-    serve(create_fathom_app(server_options(args, settings), settings), settings, "fathom-rlm")
+    run_server(
+        build_parser(),
+        lambda args, settings: create_fathom_app(server_options(args, settings), settings),
+        "fathom-rlm",
+        argv,
+    )
 
 
 if __name__ == "__main__":

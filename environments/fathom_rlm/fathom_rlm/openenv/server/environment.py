@@ -25,14 +25,19 @@ environment saw.
 from __future__ import annotations
 
 import asyncio
-import random
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from openenv.core.env_server.interfaces import Environment
-from openenv_guard import ClientQuotas, QuotaExceeded, SessionBudget, current_client
+from openenv_guard import (
+    ClientQuotas,
+    LoopEnvironment,
+    QuotaExceeded,
+    SessionBudget,
+    current_client,
+    row_index,
+)
 
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.endpoint import Endpoint, endpoint_chat
@@ -67,10 +72,10 @@ def _rows(arguments: FathomArguments) -> list[TaskRecord]:
     return _ROWS[key]
 
 
-class FathomEnvironment(Environment[FathomAction, FathomObservation, FathomState]):
+class FathomEnvironment(LoopEnvironment[FathomAction, FathomObservation, FathomState]):
     """One rollout per session; see the module docstring."""
 
-    SUPPORTS_CONCURRENT_SESSIONS = True
+    env_name = "fathom-rlm"
 
     def __init__(self, options: ServerOptions, quotas: ClientQuotas | None = None) -> None:
         super().__init__()
@@ -86,12 +91,6 @@ class FathomEnvironment(Environment[FathomAction, FathomObservation, FathomState
 
     # --- OpenEnv API ----------------------------------------------------------------------
 
-    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Any:
-        raise RuntimeError("fathom-rlm runs on the server's event loop: use reset_async")
-
-    def step(self, action: FathomAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
-        raise RuntimeError("fathom-rlm runs on the server's event loop: use step_async")
-
     async def reset_async(
         self,
         seed: int | None = None,
@@ -103,7 +102,7 @@ class FathomEnvironment(Environment[FathomAction, FathomObservation, FathomState
         random row); a previous rollout of this session is closed first."""
         await self._close_rollout()
         rows = await asyncio.to_thread(_rows, self.options.arguments)
-        index = _row_index(len(rows), task_index, seed)
+        index = row_index(len(rows), task_index, seed)
         row = rows[index]
         document = await document_text(row)
         open_serving_scope()
@@ -228,16 +227,6 @@ def _within_budget(chat: ChatFn, budget: SessionBudget | None) -> ChatFn:
         return reply
 
     return charged_chat
-
-
-def _row_index(size: int, task_index: int | None, seed: int | None) -> int:
-    if task_index is not None:
-        if not 0 <= task_index < size:
-            raise ValueError(f"task_index must be in [0, {size}), got {task_index}")
-        return task_index
-    if seed is not None:
-        return seed % size
-    return random.randrange(size)
 
 
 def _arguments(action: FathomAction) -> dict[str, Any]:

@@ -17,12 +17,11 @@ import argparse
 from openenv_guard import (
     GuardSettings,
     add_config_arguments,
-    add_guard_arguments,
     config_values,
     fail_at_start,
-    guard_settings,
     guarded_env_app,
-    serve,
+    run_server,
+    server_parser,
 )
 from openenv_guard.middleware import ServingGuard
 
@@ -39,28 +38,14 @@ FLAG_ALIASES = {"dataset_name": ("--data",), "dataset_split": ("--split",)}
 """Shorter flags for two config fields (the names the server has always taken)."""
 
 
-def create_gsm8k_app(options: ServerOptions, settings: GuardSettings) -> ServingGuard:
-    """openenv-core's app for gsm8k-multireward behind the guard (with `/healthz`); the
-    process's math-verify workers close with it."""
-    return guarded_env_app(
-        lambda: Gsm8kEnvironment(options),
-        Gsm8kAction,
-        Gsm8kObservation,
-        env_name="gsm8k-multireward",
-        settings=settings,
-        close=close_graders,
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The server command's flags (see the module docstring)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m gsm8k_multireward.openenv.server.app",
-        description="Serve gsm8k-multireward over OpenEnv (openenv-core HTTP + WebSocket).",
+    return server_parser(
+        "gsm8k_multireward.openenv.server.app",
+        "Serve gsm8k-multireward over OpenEnv (openenv-core HTTP + WebSocket).",
+        lambda parser: add_config_arguments(parser, GSM8KConfig, aliases=FLAG_ALIASES),
+        max_sessions=256,
     )
-    add_config_arguments(parser, GSM8KConfig, aliases=FLAG_ALIASES)
-    add_guard_arguments(parser, max_sessions=256)
-    return parser
 
 
 def server_options(args: argparse.Namespace) -> ServerOptions:
@@ -79,10 +64,26 @@ def server_options(args: argparse.Namespace) -> ServerOptions:
     return ServerOptions(config)
 
 
+def create_gsm8k_app(options: ServerOptions, settings: GuardSettings) -> ServingGuard:
+    """openenv-core's app for gsm8k-multireward behind the guard (with `/healthz`); the
+    process's math-verify workers close with it."""
+    return guarded_env_app(
+        lambda: Gsm8kEnvironment(options),
+        Gsm8kAction,
+        Gsm8kObservation,
+        env_name="gsm8k-multireward",
+        settings=settings,
+        close=close_graders,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
-    settings = guard_settings(args)
-    serve(create_gsm8k_app(server_options(args), settings), settings, "gsm8k-multireward")
+    run_server(
+        build_parser(),
+        lambda args, settings: create_gsm8k_app(server_options(args), settings),
+        "gsm8k-multireward",
+        argv,
+    )
 
 
 if __name__ == "__main__":

@@ -13,12 +13,11 @@ grading) and closes with the server (`close_graders`).
 from __future__ import annotations
 
 import asyncio
-import random
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from openenv.core.env_server.interfaces import Environment
+from openenv_guard import LoopEnvironment, row_index
 
 from gsm8k_multireward.config import GSM8KConfig
 from gsm8k_multireward.data import build_prompt, load_examples
@@ -59,22 +58,16 @@ def close_graders() -> None:
         grader.close()
 
 
-class Gsm8kEnvironment(Environment[Gsm8kAction, Gsm8kObservation, Gsm8kState]):
+class Gsm8kEnvironment(LoopEnvironment[Gsm8kAction, Gsm8kObservation, Gsm8kState]):
     """One question per session; stateless between sessions apart from the shared grader."""
 
-    SUPPORTS_CONCURRENT_SESSIONS = True
+    env_name = "gsm8k-multireward"
 
     def __init__(self, options: ServerOptions) -> None:
         super().__init__()
         self.options = options
         self._state = Gsm8kState()
         self._row: dict[str, Any] | None = None
-
-    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Any:
-        raise RuntimeError("gsm8k-multireward runs on the server's event loop: use reset_async")
-
-    def step(self, action: Gsm8kAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
-        raise RuntimeError("gsm8k-multireward runs on the server's event loop: use step_async")
 
     async def reset_async(
         self,
@@ -86,10 +79,7 @@ class Gsm8kEnvironment(Environment[Gsm8kAction, Gsm8kObservation, Gsm8kState]):
         """Pose row `task_index` (else `seed` modulo the row count, else a random row)."""
         config = self.options.config
         rows = await asyncio.to_thread(load_rows, config)
-        if task_index is not None and not 0 <= task_index < len(rows):
-            raise ValueError(f"task_index must be in [0, {len(rows)}), got {task_index}")
-        if task_index is None:
-            task_index = seed % len(rows) if seed is not None else random.randrange(len(rows))
+        task_index = row_index(len(rows), task_index, seed)
         self._row = rows[task_index]
         self._state = Gsm8kState(
             episode_id=episode_id or uuid.uuid4().hex,

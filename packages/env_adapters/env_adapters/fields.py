@@ -1,9 +1,9 @@
 """Pydantic fields derived from a dataclass's own: each field's type, default and `help` metadata.
 
-The dataclass stays the one declaration of the environment's arguments; `fields_model` gives
-the named ones to a verifiers config or task-data class, which inherits them
+The dataclass stays the one declaration of an environment's arguments; `fields_model` gives the
+named ones to a verifiers config or task-data class, which inherits them
 (`class Config(fields_model(Arguments, names), vf.TasksetConfig)`), so `--help` shows the same
-text the dataclass carries.
+text the dataclass carries. This module imports pydantic (the package itself does not).
 """
 
 from __future__ import annotations

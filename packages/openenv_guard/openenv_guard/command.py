@@ -1,0 +1,42 @@
+"""An environment's server command: its own flags, then the guard's, and serving the app it
+builds from them."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from openenv_guard.app import serve
+from openenv_guard.settings import GuardSettings, add_guard_arguments, guard_settings
+
+
+def server_parser(
+    module: str,
+    description: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    *,
+    max_sessions: int,
+) -> argparse.ArgumentParser:
+    """The flags of `python -m <module>`: the environment's (`add_arguments`), then the guard's
+    (address, tokens, limits, quotas; `max_sessions` is the default session cap)."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
+    add_arguments(parser)
+    add_guard_arguments(parser, max_sessions=max_sessions)
+    return parser
+
+
+def run_server(
+    parser: argparse.ArgumentParser,
+    build_app: Callable[[argparse.Namespace, GuardSettings], Any],
+    name: str,
+    argv: list[str] | None = None,
+) -> None:
+    """Parse `argv` (default: the command line), then serve the app `build_app` makes from the
+    flags and the guard's settings; `name` is the environment's, for the start-up line."""
+    args = parser.parse_args(argv)
+    settings = guard_settings(args)
+    serve(build_app(args, settings), settings, name)
+
+
+__all__ = ["run_server", "server_parser"]
