@@ -1,7 +1,8 @@
 """The honest rungs of the fathom ladder: grep-only searches but never reads with a sub-call,
 the depth-0 reference reads only through REPL output, the depth-1 reference never goes below
-depth 1, and every honest policy answers only from what its tools returned (with the evidence cut
-out of every message it sees, it cannot answer)."""
+depth 1, the train-verdicts rung reads no other split's verdicts, and every honest policy answers
+only from what its tools returned (with the evidence cut out of every message it sees, it cannot
+answer)."""
 
 from __future__ import annotations
 
@@ -128,6 +129,41 @@ def test_depth_zero_family_pays_no_recursion(rows: list[TaskRecord]) -> None:
         assert deep_scores["recursion_efficiency"] == 0.5
 
 
+ONE_OFF_FAMILIES = ("single_hop", "multi_hop", "comparison")
+"""The families whose answers rest on one-off facts (birth, teacher, maker, founding, seat), each
+stated once truly and five times retracted, every statement followed by its own verdict."""
+
+
+def test_train_verdict_rung_reads_no_other_split_verdicts(rows: list[TaskRecord]) -> None:
+    """On `eval` and `heldout` text the train-verdicts rung meets verdicts it has no parts for:
+    a one-off fact's retracted statements stand beside the true one, and it answers next to none
+    of the questions that rest on them, where the reference (every split's verdicts) answers
+    all. On the families without verdicts it is the reference. On `train` text it reads every
+    verdict."""
+    from envtools.audit.grammar_reader import read_facts
+
+    reference, rung = fathom.POLICIES["fathom-reference"](), fathom.ReferenceTrainVerdicts()
+    assert rung.name == "fathom-reference-train-verdicts"
+    heldout = build_split("heldout", 10, doc_tokens=16_000)
+    for split_rows in (rows, heldout):
+        one_off = [r for r in split_rows if r.family in ONE_OFF_FAMILIES]
+        assert len(one_off) >= 5
+        assert sum(run(reference, r)[1]["correctness"] for r in one_off) == len(one_off)
+        assert sum(run(rung, r)[1]["correctness"] for r in one_off) <= 1
+    for row in rows:
+        if row.family not in ONE_OFF_FAMILIES:
+            assert run(rung, row)[1]["correctness"] == run(reference, row)[1]["correctness"]
+
+    def facts(seed: int, splits: tuple[str, ...] | None) -> set[tuple[str, str, str]]:
+        text = get_document(seed, 16_000).text
+        return {(f.relation, f.subject, f.value) for f in read_facts(text, verdict_splits=splits)}
+
+    train = build_split("train", 1, doc_tokens=16_000)[0]
+    assert facts(train.seed, rung.verdict_splits) == facts(train.seed, None)
+    for seed in (rows[0].seed, heldout[0].seed):
+        assert facts(seed, rung.verdict_splits) > facts(seed, None), seed
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -135,6 +171,7 @@ def test_depth_zero_family_pays_no_recursion(rows: list[TaskRecord]) -> None:
         "fathom-reference-d2",
         "fathom-reference-d1",
         "fathom-reference-d0",
+        "fathom-reference-train-verdicts",
     ],
 )
 def test_answers_come_only_from_tool_outputs(rows: list[TaskRecord], name: str) -> None:

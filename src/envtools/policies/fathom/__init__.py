@@ -1,6 +1,7 @@
 """Scripted fathom-rlm policies: the honest reference ladder, code-only rungs and the attacks.
 
-* `planner`: the reference planner (root and sub-agents), at depth 2, 1 and 0;
+* `planner`: the reference planner (root and sub-agents), at depth 2, 1 and 0, and with a reader
+  that knows only `train`'s verdict wordings;
 * `reader`: the slice reader that answers its sub-calls from the text it was handed alone;
 * `code_only`: grep-only and the code-only adversary (regexes, never `llm`);
 * `attacks`: the reward audit's attacks; `gold`: the gold-in-hand lookup only attacks use.
@@ -47,11 +48,18 @@ from envtools.policies.fathom.planner import (
     ReferenceDepth0,
     ReferenceDepth1,
     ReferenceDepth2,
+    ReferenceTrainVerdicts,
 )
 
 ROLES: dict[str, str] = {
-    "honest": "the honest reference: the score an honest reader earns, the bar for every row",
-    "rung": "the honest reader held to one depth: what the reward pays each rung of the ladder",
+    "honest": (
+        "the honest reference, a perfect grammar reader (every split's wordings): an upper"
+        " bound on what the environment pays, the bar for every row"
+    ),
+    "rung": (
+        "the honest plan held back, to one depth or to `train`'s verdict wordings: what the"
+        " reward pays each rung of the ladder"
+    ),
     "baseline": "a cheap solver that reads without `llm`: how far code alone gets",
     "attack": "tries to collect reward without the honest work: should score near 0",
 }
@@ -76,6 +84,7 @@ CARDS: tuple[Card, ...] = (
     Card(ReferenceDepth2, "rung", "always fans a count out to depth 2"),
     Card(ReferenceDepth1, "rung", "recursion capped at depth 1: sub-calls read their slices"),
     Card(ReferenceDepth0, "rung", "no sub-calls: the root reads every hit window itself"),
+    Card(ReferenceTrainVerdicts, "rung", "reads verdicts in train's wordings only"),
     Card(GrepOnly, "baseline", "regex hit lines of the question's names, nearest candidate"),
     Card(CodeOnly, "baseline", "the code-only adversary: regexes and word weights from train"),
     Card(CopyQuestion, "attack", "honest work, then answers with the question"),
@@ -119,6 +128,7 @@ __all__ = [
     "ReferenceDepth0",
     "ReferenceDepth1",
     "ReferenceDepth2",
+    "ReferenceTrainVerdicts",
     "TaskIndex",
     "UnknownTaskError",
     "attacks",

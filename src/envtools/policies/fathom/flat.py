@@ -31,6 +31,9 @@ from envtools.policies.fathom.reader import read_slice
 
 # The root's last message from its answer: the caller's, so an attack can break the answer.
 Final = Callable[[View, str], dict[str, Any]]
+# How the root reads what it printed: `read_slice`, or the caller's reader (one that knows only
+# some splits' verdicts).
+Read = Callable[..., str]
 
 # Pages of the sentences around every hit of one name, each page at most CAP characters.
 _PAGES_CODE = (
@@ -60,24 +63,26 @@ _PAGE_CODE = (
 )
 
 
-def root_without_sub_calls(final: Final, view: View) -> dict[str, Any]:
+def root_without_sub_calls(final: Final, view: View, read: Read = read_slice) -> dict[str, Any]:
     chapters = CHAPTER_RANGE.search(view.question)
     if chapters:
-        return _count(final, view, int(chapters.group(1)), int(chapters.group(2)))
-    return search_read(final, view)
+        return _count(final, view, int(chapters.group(1)), int(chapters.group(2)), read)
+    return search_read(final, view, read=read)
 
 
 def _cells(view: View, prefix: str) -> list[Any]:
     return [c for c in view.calls if c.args.get("code", "").startswith(prefix)]
 
 
-def search_read(final: Final, view: View, first_terms: list[str] | None = None) -> dict[str, Any]:
+def search_read(
+    final: Final, view: View, first_terms: list[str] | None = None, read: Read = read_slice
+) -> dict[str, Any]:
     """Grep `first_terms` (default: the names in the question), print the pages around every
     hit, read them all, and follow any lead (a chain's next name, an alias) the same way."""
     question = view.question
     cap = max(1_000, view.output_cap - 200)
-    read = "\n".join(c.output for c in _cells(view, "# page "))
-    result = parse_sub_answer(read_slice(question, read)) if read else None
+    printed_text = "\n".join(c.output for c in _cells(view, "# page "))
+    result = parse_sub_answer(read(question, printed_text)) if printed_text else None
     if result is not None and result.final:
         return final(view, result.final)
     # Pages known per name, and pages already printed per name.
@@ -101,13 +106,13 @@ def search_read(final: Final, view: View, first_terms: list[str] | None = None) 
         leads = [t for name in result.next_names for t in name_terms(name)]
         terms = [t for t in leads if t not in totals][:1]
     if not terms:
-        concluded = parse_sub_answer(read_slice(question, read, complete=True))
+        concluded = parse_sub_answer(read(question, printed_text, complete=True))
         return final(view, concluded.final or GIVE_UP)
     codes = [_PAGES_CODE.format(term=t, term_json=json.dumps(t), cap=cap) for t in terms]
     return assistant_message(calls=[("repl", {"code": c}) for c in codes])
 
 
-def _count(final: Final, view: View, first: int, last: int) -> dict[str, Any]:
+def _count(final: Final, view: View, first: int, last: int, read: Read) -> dict[str, Any]:
     cap = max(1_000, view.output_cap - 200)
     if not view.calls:
         code = SECTIONS_CODE.format(first=first, last=last, cap=cap)
@@ -123,6 +128,6 @@ def _count(final: Final, view: View, first: int, last: int) -> dict[str, Any]:
         return assistant_message(calls=[("repl", {"code": c}) for c in codes])
     total = 0
     for c in shown:
-        m = re.fullmatch(r"\s*(\d+)\s*", read_slice(view.question, c.output))
+        m = re.fullmatch(r"\s*(\d+)\s*", read(view.question, c.output))
         total += int(m.group(1)) if m else 0
     return final(view, str(total))

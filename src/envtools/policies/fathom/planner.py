@@ -17,6 +17,14 @@ reads the document only through its tools. Its sub-calls are answered by the sli
 
 `max_depth` sets the rung: 0 reads only through REPL output (no `llm`), 1 has its sub-calls read
 their slices themselves, 2 lets sub-agents fan out to plain readers.
+
+The reference is an upper bound, not a stand-in for a model. Its planning is honest (no gold, no
+task row), but its reading is the audit's perfect grammar reader: it knows the statement shapes
+and the verdict parts of every split, `heldout`'s included, so it tells a one-off statement that
+stands from a retracted one on wordings no model was trained on. Its scores say what the
+environment pays a reader that reads every sentence right. `ReferenceTrainVerdicts` is the same
+plan with a reader that knows only `train`'s verdict parts: what a reader that learned its
+verdicts from `train` makes of other splits' wordings.
 """
 
 from __future__ import annotations
@@ -178,6 +186,14 @@ class FathomReference:
     depth_cap: int | None = None
     """The deepest level it recurses to: None plans at the depth the question's family needs
     (read off its wording), 0, 1 or 2 fix the rung."""
+    verdict_splits: tuple[str, ...] | None = None
+    """The splits whose verdict parts its reader knows: None for every split (the perfect
+    grammar reader), ("train",) for a reader that learned its verdicts from `train` alone."""
+
+    def read(self, prompt: str, text: str, *, complete: bool = False) -> str:
+        """Its reader's answer to `prompt` about `text`, the root's own reading and every
+        sub-call's alike (`reader.read_slice`)."""
+        return read_slice(prompt, text, complete=complete, verdict_splits=self.verdict_splits)
 
     def delegates(self, question: str) -> bool:
         """Whether a sub-call hands a whole section to a plain reader (depth 2) for a count."""
@@ -200,7 +216,7 @@ class FathomReference:
         prompt, _, text = view.user.removeprefix(prompts.QUESTION_PREFIX).partition(
             prompts.TEXT_PREFIX
         )
-        return answer_message(read_slice(prompt, text))
+        return answer_message(self.read(prompt, text))
 
     def sub_agent(self, view: View) -> dict[str, Any]:
         prompt = view.user.removeprefix(prompts.QUESTION_PREFIX)
@@ -233,7 +249,7 @@ class FathomReference:
         done = len(reads) >= len(pieces)
         # Its own text is a slice: having read all of it says nothing about the rest of the
         # document, so a state question stays open (the caller concludes).
-        result = read_slice(prompt, shown) if reads else NOT_FOUND
+        result = self.read(prompt, shown) if reads else NOT_FOUND
         final_turn = view.turns + 1 >= view.max_turns
         if parse_sub_answer(result).final or done or final_turn:
             return answer_message(result)
@@ -251,7 +267,7 @@ class FathomReference:
         cap = required_depth(question) if self.depth_cap is None else self.depth_cap
         if cap == 0:
             # A depth-0 family (a few windows around one name): the root reads them itself.
-            return flat.root_without_sub_calls(self.final, view)
+            return flat.root_without_sub_calls(self.final, view, self.read)
         chapters = CHAPTER_RANGE.search(question)
         if chapters:
             return self.root_aggregate(view, int(chapters.group(1)), int(chapters.group(2)))
@@ -262,7 +278,7 @@ class FathomReference:
     def root_exact(self, view: View, token: str) -> dict[str, Any]:
         """An ID is found by its literal: the root greps it and reads the hit lines itself,
         following an alias the lines name the same way (no sub-call at any depth)."""
-        return flat.search_read(self.final, view, [token])
+        return flat.search_read(self.final, view, [token], self.read)
 
     def root_aggregate(self, view: View, first: int, last: int) -> dict[str, Any]:
         """Cut the asked chapter range into sections at full stops (no sentence is split or
@@ -331,7 +347,7 @@ class FathomReference:
         budget = view.sub_calls - used
         if not terms or budget <= 0:
             # Nothing left to search: answer from every quote read so far, as a whole.
-            concluded = parse_sub_answer(read_slice(question, " ".join(quotes), complete=True))
+            concluded = parse_sub_answer(self.read(question, " ".join(quotes), complete=True))
             return self.final(view, concluded.final or GIVE_UP)
         code = _READ_CODE.format(
             question=json.dumps(question),
@@ -390,3 +406,14 @@ class ReferenceDepth0(FathomReference):
 
     name = "fathom-reference-d0"
     depth_cap = 0
+
+
+class ReferenceTrainVerdicts(FathomReference):
+    """The depth-matched plan whose reader knows only `train`'s verdict parts (statements are
+    still read with every split's shapes). On `eval` and `heldout` text every verdict is an
+    ordinary sentence to it, so each retracted statement of a one-off fact stands beside the
+    true one and it cannot tell them apart: what a reader that learned its verdicts from `train`
+    earns on held-out wordings. On `train` it is the reference."""
+
+    name = "fathom-reference-train-verdicts"
+    verdict_splits = ("train",)
