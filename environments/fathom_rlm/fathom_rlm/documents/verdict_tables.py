@@ -9,10 +9,11 @@ itself, or a challenge to it).
 
 Every list is dealt to the splits round-robin (index mod 3: train, eval, heldout). The verbs and
 the outcomes are each a single word used nowhere else in the lists (no shared particle or stem),
-so a lexicon learned on `train` meets only unknown ones on `heldout`. Negations ("Nobody", "Not
-one") and words of error ("a clerical error") come only together, in the first ruling ("Nobody
-upheld the charge of a clerical error" backs the statement as "The registrar upheld the entry"
-does), and in half of each class: they count for nothing on their own.
+so a lexicon learned on `train` meets only unknown ones on `heldout`. Negations ("Nobody", "Not a
+single witness") and words of error ("a clerical error") come only together, in the first ruling
+("Nobody upheld the charge of a clerical error" backs the statement as "The registrar upheld the
+entry" does), and in half of each class: they count for nothing on their own. No part holds a
+number word (a blind guess of a count takes the text's most frequent one).
 """
 
 from __future__ import annotations
@@ -46,27 +47,27 @@ SOURCES: tuple[str, ...] = (
 
 NOBODIES: tuple[str, ...] = (
     "Nobody",
-    "No one",
+    "Nobody at all",
     "Not a single witness",
     "No clerk",
-    "Not one of the elders",
+    "None of the elders",
     "None of the magistrates",
     "No judge",
     "Not a soul in the parish",
     "No scholar",
     "None of the family",
-    "Not one archivist",
+    "Not an archivist",
     "No later registrar",
     "Neither the vicar nor the notary",
     "No inspector",
-    "Not one of the neighbours",
+    "None of the neighbours",
     "No official",
     "None of the guild",
     "Not a single clerk",
     "No magistrate",
     "Nobody at the inquest",
-    "No one in the town",
-    "Not one witness",
+    "Nobody in the town",
+    "Not a witness",
     "None of the registrars",
     "No honest scribe",
 )
