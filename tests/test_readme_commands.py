@@ -581,6 +581,8 @@ NOT_RUN: dict[str, str] = {
     "uv run python benchmarks/fathom_documents.py --cues 20 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --subjects 20 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --naive 5 --tokens 64000": _LONG,
+    "uv run python benchmarks/fathom_documents.py --verdicts 30 --tokens 16000": _LONG,
+    "uv run python benchmarks/fathom_documents.py --verdicts 4 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --baselines 20 --tokens 16000": _LONG,
     "uv run python benchmarks/fathom_documents.py --baselines 4 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_sandbox.py": _LONG,
@@ -610,7 +612,6 @@ NOT_RUN: dict[str, str] = {
         "--base-url URL --num-examples 16 --rollouts 4"
     ): _LONG,
     "uv run python -m envtools.policies.fathom.calibrate --n 150 --doc-tokens 200000": _LONG,
-    "uv run python -m envtools.policies.fathom.class_labeler": _LONG,
     (
         "uv run python -m envtools.policies.fathom.keyword_solver --split heldout "
         "--doc-tokens 200000"
