@@ -630,6 +630,10 @@ NOT_RUN: dict[str, str] = {
         "uv run python -m envtools.policies.fathom.group_constraint --split heldout "
         "--doc-tokens N [--limit 200] --diagnose"
     ): _LONG,
+    (
+        "uv run python -m envtools.policies.fathom.group_constraint --split heldout "
+        "--doc-tokens N --limit 1000 --polarity --diagnose"
+    ): _LONG,
     "uv run python -m envtools.policies.fathom.verdict_probe --doc-tokens N --docs D": _LONG,
     "uv run python -m envtools.policies.fathom.position_tell --doc-tokens N": _LONG,
     "uv run python -m envtools.policies.fathom.value_tells --doc-tokens 16000": _LONG,

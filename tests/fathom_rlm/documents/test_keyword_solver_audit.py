@@ -23,9 +23,17 @@ sentences that hit every subject's group of statements exactly once. On `fathom-
 the dismissals alone and it beat the bar (single_hop 0.87); since `fathom-docs-7` every follower
 of a document hits every group once, so it finds all six and must pick the dismissal by the
 cheapest rule that does best on `train` (reward_audit.md, "Group constraint").
+
+With the polarity rules of the class labeler (a sentence's sign as the product of its words'
+signs, cue words from `train`'s tables) the pick is right in about a third of held-out documents
+and the solver beats the bar: the two tests marked xfail (strict) say so, and start passing, so
+that the marks must go, once the generator closes that attack (reward_audit.md, "Polarity of the
+followers").
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from fathom_rlm.documents.grammar import split_grammar
@@ -142,3 +150,59 @@ def test_where_a_statement_sits_in_its_chapter_does_not_tell_the_true_one():
     assert found["documents"] >= 280, found
     assert abs(found["gap"]) < 3 * found["se"], found
     assert max(found["latest"], found["earliest"]) <= 0.25, found
+
+
+def test_polarity_cues_come_from_train_tables_only():
+    """The polarity rules may read only what `train` shows: every cue word and every phrase that
+    takes words out of scope occurs in `train`'s dismissals or retractions."""
+    train = split_grammar("train")
+    text = " ".join((*train.dismissals, *train.retractions)).lower()
+    for kind, words in class_labeler.POLARITY_CUE_WORDS.items():
+        missing = [w for w in words if not re.search(rf"\b(?:{w})\b", text)]
+        assert not missing, (kind, missing)
+    assert all(pattern.search(text) for pattern in class_labeler.OUT_OF_SCOPE)
+
+
+def test_polarity_reads_a_negation_of_an_error_as_positive():
+    """The sign is a product: a negation alone reads negative, a negation of a word of error
+    positive, and a clause of time sets no sign; a learned sign needs two sentences' evidence."""
+    signs = frozenset()
+    assert class_labeler.sign_flips("Nobody could defend the entry.", signs) % 2 == 1
+    assert class_labeler.sign_flips("Nobody ever found a mistake in that entry.", signs) % 2 == 0
+    late = "Nobody could defend the entry once the error came to light."
+    assert class_labeler.sign_flips(late, signs) == 1
+    positive = ["The ledger agreed.", "Each ledger agreed."]
+    negative = ["The ledger burnt.", "Each ledger burnt.", "The roll burnt."]
+    assert class_labeler.learn_signs(positive, negative) == {"burnt"}
+    assert class_labeler.learn_signs(positive, negative[:1]) == frozenset()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="fathom-docs-9: the polarity rules pick the dismissal in 0.32-0.34 of eval and "
+    "held-out documents from the tables alone (reward_audit.md, 'Polarity of the followers')",
+)
+@pytest.mark.parametrize("split", ["eval", "heldout"])
+def test_no_polarity_rule_picks_the_dismissal_much_above_chance(split):
+    rates = class_labeler.table_rates(split, draws=4000, with_polarity=True)
+    polarity = {rule: rates[rule] for rule in class_labeler.POLARITY_RULES}
+    assert max(polarity.values()) <= 0.25, polarity
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="fathom-docs-9: the group-constraint solver with the polarity labeler beats the bar "
+    "on 1,000 held-out questions at 16K (single_hop 0.31, multi_hop 0.32; reward_audit.md, "
+    "'Polarity of the followers')",
+)
+def test_group_constraint_with_polarity_stays_below_the_bar_on_reading_families():
+    """The rule chosen on `train` among the counting and the polarity rules (the polarity one),
+    1,000 held-out questions at 16K (the split's 500 and the next 50 documents of its seeds):
+    every reading family at or under the bar, and the pick at or under 0.30 of the documents."""
+    labeler = group_constraint.learn_group_labeler(16_000, with_polarity=True)
+    right = group_constraint.answers_by_family(labeler, "heldout", 16_000, limit=1000)
+    assert set(READING_FAMILIES) <= set(right)
+    accuracy = {f: sum(v) / len(v) for f, v in right.items() if f in READING_FAMILIES}
+    picked = group_constraint.class_diagnostic("heldout", 16_000, 100, labeler)
+    over = {f: a for f, a in accuracy.items() if a > 0.30}
+    assert not over and picked["dismissal_class_picked"] <= 0.30, (over, picked)

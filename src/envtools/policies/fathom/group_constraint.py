@@ -11,7 +11,9 @@ dismissal and five retractions, each exactly once per fact (followers.py in the 
 counting finds six sentences that all hit every fact once, and which of them says "this stands"
 must be told some other way: here by the cheapest rule that does best on `train`
 (`class_labeler`: a count over the sentence's words, its distance from the others, or word
-weights learned on `train`).
+weights learned on `train`), or with `--polarity` by the best on `train` of those and the polarity
+rules (the sign of a sentence as the product of its words' signs: "Nobody ever found a mistake"
+reads positive, "Nobody could defend the entry" negative), or by the rule `--rule` names.
 
 Per document it takes the nameless, digit-free sentences that recur word for word (the stock
 sentences), the statements right before them in the same paragraph, and groups those statements
@@ -27,14 +29,17 @@ that a picked dismissal follows. Everything else is the keyword solver (word wei
 but its text is read.
 
 Run: `uv run python -m envtools.policies.fathom.group_constraint --split heldout
---doc-tokens 16000` (learning on `train` at the same length). `--diagnose` also checks the
-classes found and the pick against the split's grammar tables (a check only; the attack never
-reads them).
+--doc-tokens 16000` (learning on `train` at the same length); `--limit N` answers the first N
+rows, and beyond the split's own rows (500 held-out) further documents of its seed range. It
+prints each family's correctness, its number of questions and the upper end of its 95% (Wilson)
+interval. `--diagnose` also checks the classes found and the pick against the split's grammar
+tables (a check only; the attack never reads them).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -47,7 +52,7 @@ from envtools.policies.fathom.class_labeler import (
     ClassLabeler,
     learn_labeler,
     pick_share,
-    rule_scores,
+    rule_names,
 )
 from envtools.policies.fathom.follower_frequency import stock_sentences
 from envtools.policies.fathom.keyword_solver import (
@@ -56,8 +61,8 @@ from envtools.policies.fathom.keyword_solver import (
     KeywordSolver,
     Text,
     WordWeights,
+    answer_split,
     learn,
-    solve_split,
     split_pairs,
 )
 
@@ -279,26 +284,58 @@ def labelled_groups(
         yield doc, groups, (right[0] if len(right) == 1 else None)
 
 
-def learn_group_labeler(doc_tokens: int, docs: int = TRAIN_DOCS) -> ClassLabeler:
-    """The class-picking rule that does best on `train` documents at `doc_tokens`."""
+def learn_group_labeler(
+    doc_tokens: int,
+    docs: int = TRAIN_DOCS,
+    with_polarity: bool = False,
+    rule: str | None = None,
+) -> ClassLabeler:
+    """The class-picking rule that does best on `train` documents at `doc_tokens` (among the
+    counting rules, and the polarity rules too `with_polarity`), or `rule`."""
     labelled = labelled_groups("train", doc_tokens, docs)
-    return learn_labeler([(g.classes, k) for _, g, k in labelled if k is not None])
+    pairs = [(g.classes, k) for _, g, k in labelled if k is not None]
+    return learn_labeler(pairs, with_polarity, rule)
+
+
+def answers_by_family(
+    labeler: ClassLabeler, split: str, doc_tokens: int, limit: int | None = None
+) -> dict[str, list[bool]]:
+    """Word weights learned on `train` at `doc_tokens`, then right or wrong per question of
+    `split` (its first `limit` rows), per family."""
+    solver = GroupConstraintSolver(learn(split_pairs("train", doc_tokens)), labeler)
+    return answer_split(solver, split, doc_tokens, limit)
 
 
 def accuracy_by_family(
-    split: str = "heldout", doc_tokens: int = 200_000, limit: int | None = None
+    split: str = "heldout",
+    doc_tokens: int = 200_000,
+    limit: int | None = None,
+    with_polarity: bool = False,
+    rule: str | None = None,
 ) -> dict[str, float]:
     """Learn on `train` at `doc_tokens`, then mean correctness per family over `split`."""
-    labeler = learn_group_labeler(doc_tokens)
-    solver = GroupConstraintSolver(learn(split_pairs("train", doc_tokens)), labeler)
-    return solve_split(solver, split, doc_tokens, limit)
+    labeler = learn_group_labeler(doc_tokens, with_polarity=with_polarity, rule=rule)
+    right = answers_by_family(labeler, split, doc_tokens, limit)
+    return {family: sum(v) / len(v) for family, v in sorted(right.items())}
 
 
-def class_diagnostic(split: str, doc_tokens: int, docs: int | None = None) -> dict[str, object]:
+def wilson_upper(right: int, n: int, z: float = 1.96) -> float:
+    """The upper end of the Wilson score interval of `right` out of `n` (95% by default)."""
+    if n == 0:
+        return 1.0
+    p = right / n
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre + spread) / (1 + z * z / n)
+
+
+def class_diagnostic(
+    split: str, doc_tokens: int, docs: int | None = None, labeler: ClassLabeler | None = None
+) -> dict[str, object]:
     """How often the dismissal class is among the classes found, how often the rule learned on
-    `train` picks it, and the best any rule would have done on `split` in hindsight (a check of
-    the attack against the grammar tables, never part of it)."""
-    labeler = learn_group_labeler(doc_tokens)
+    `train` (or `labeler`'s) picks it, and the best any of its rules would have done on `split`
+    in hindsight (a check of the attack against the grammar tables, never part of it)."""
+    labeler = labeler or learn_group_labeler(doc_tokens)
     found = picked = n = 0
     hindsight: Counter[str] = Counter()
     for _, groups, right in labelled_groups(split, doc_tokens, docs):
@@ -307,7 +344,7 @@ def class_diagnostic(split: str, doc_tokens: int, docs: int | None = None) -> di
         if right is not None:
             found += 1
             picked += labeler.pick(classes) == right
-            for rule, scores in rule_scores(classes, labeler.weights).items():
+            for rule, scores in labeler.scores(classes).items():
                 hindsight[rule] += pick_share(scores, right)
     best = max(sorted(hindsight.items()), key=lambda kv: kv[1], default=("", 0.0))
     return {
@@ -329,7 +366,16 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--split", default="heldout", choices=("train", "eval", "heldout"))
     parser.add_argument("--doc-tokens", type=cli.integer(MIN_DOC_TOKENS), default=200_000)
     parser.add_argument(
-        "--limit", type=cli.integer(1), default=None, help="answer only the first rows"
+        "--limit",
+        type=cli.integer(1),
+        default=None,
+        help="answer only the first rows (more than the split holds: from its seed range)",
+    )
+    parser.add_argument(
+        "--polarity", action="store_true", help="choose among the polarity rules on train too"
+    )
+    parser.add_argument(
+        "--rule", default=None, choices=rule_names(), help="pick the dismissal by this rule"
     )
     parser.add_argument(
         "--diagnose", action="store_true", help="also check the classes found and the pick"
@@ -341,10 +387,15 @@ if __name__ == "__main__":
     import json
 
     args = build_parser().parse_args()
+    chosen = learn_group_labeler(args.doc_tokens, with_polarity=args.polarity, rule=args.rule)
+    right = answers_by_family(chosen, args.split, args.doc_tokens, args.limit)
     out: dict[str, object] = {
-        "accuracy": accuracy_by_family(args.split, args.doc_tokens, args.limit)
+        "rule": chosen.rule,
+        "accuracy": {f: round(sum(v) / len(v), 3) for f, v in sorted(right.items())},
+        "questions": {f: len(v) for f, v in sorted(right.items())},
+        "upper_95": {f: round(wilson_upper(sum(v), len(v)), 3) for f, v in sorted(right.items())},
     }
     if args.diagnose:
         docs = None if args.limit is None else max(1, args.limit // 10)
-        out["classes"] = class_diagnostic(args.split, args.doc_tokens, docs)
+        out["classes"] = class_diagnostic(args.split, args.doc_tokens, docs, chosen)
     print(json.dumps(out, indent=1))

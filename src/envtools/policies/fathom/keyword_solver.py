@@ -484,12 +484,16 @@ class KeywordSolver:
 
 
 @lru_cache(maxsize=2)
-def split_pairs(split: str, doc_tokens: int) -> tuple[tuple[str, TaskRecord], ...]:
-    """(document text, row) of every row of `split`, each document generated once. The last two
-    are kept: every attack learns on `train` and answers one split, and an audit runs several."""
+def split_pairs(
+    split: str, doc_tokens: int, n: int | None = None
+) -> tuple[tuple[str, TaskRecord], ...]:
+    """(document text, row) of the first `n` rows of `split` (all of them by default; beyond the
+    split's size the rows come from further documents of its seed range), each document
+    generated once. The last two are kept: every attack learns on `train` and answers one split,
+    and an audit runs several."""
     from fathom_rlm.documents import split_tasks
 
-    tasks = split_tasks(split, doc_tokens=doc_tokens)  # type: ignore[arg-type]
+    tasks = split_tasks(split, n, doc_tokens=doc_tokens)  # type: ignore[arg-type]
     return tuple((doc.text, task.record(doc)) for doc, task in tasks)
 
 
@@ -516,18 +520,32 @@ def solve_split(
     solver: KeywordSolver, split: str, doc_tokens: int, limit: int | None = None
 ) -> dict[str, float]:
     """Mean correctness per family of `solver` over `split` (its first `limit` rows)."""
-    from fathom_rlm.documents import matches_gold
+    right = answer_split(solver, split, doc_tokens, limit)
+    return {family: sum(v) / len(v) for family, v in sorted(right.items())}
 
+
+def answer_split(
+    solver: KeywordSolver, split: str, doc_tokens: int, limit: int | None = None
+) -> dict[str, list[bool]]:
+    """Whether `solver` answers each of the first `limit` rows of `split` right, per family; a
+    `limit` above the split's size reads further documents of its seed range."""
+    from fathom_rlm.documents import matches_gold
+    from fathom_rlm.documents.splits import SPLIT_SIZES
+
+    if limit is not None and limit > SPLIT_SIZES[split]:
+        pairs = split_pairs(split, doc_tokens, limit)
+    else:
+        pairs = split_pairs(split, doc_tokens)[:limit]
     texts: dict[int, Text] = {}
     right: dict[str, list[bool]] = defaultdict(list)
-    for text, row in split_pairs(split, doc_tokens)[:limit]:
+    for text, row in pairs:
         if row.seed not in texts:  # one Text per document, not per row
             texts[row.seed] = Text(text)
         doc = texts[row.seed]
         guess = solver.answer(doc, row.family, row.question)
         ok = guess is not None and matches_gold(guess, row.answer, row.aliases)
         right[row.family].append(ok)
-    return {family: sum(v) / len(v) for family, v in sorted(right.items())}
+    return dict(right)
 
 
 def build_parser() -> cli.ArgumentParser:
