@@ -40,7 +40,7 @@ from typing import Any
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.agent import RolloutCaps
 from fathom_rlm.documents import SPLIT_SIZES, TaskRecord
-from fathom_rlm.userdata import FORMATS, UserRowError, load_rows
+from fathom_rlm.userdata import FORMATS
 
 from envtools import cli
 from envtools.eval_report import (
@@ -75,6 +75,7 @@ from envtools.eval_runner import (
 from envtools.policies import fathom
 from envtools.policies.fathom.overlap_reader import reading_any_text
 from envtools.stats import DEFAULT_RESAMPLES
+from envtools.user_rows import load_user_rows, refuse_generated_options
 
 __all__ = [
     "CHART_NAME",
@@ -312,10 +313,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def _load_data(parser: cli.ArgumentParser, args: argparse.Namespace) -> None:
     """Read the user rows of --data (every row checked first); a bad file or row is a usage
     error naming the line and the field."""
-    for name in ("split", "doc_tokens"):
-        if getattr(args, name) is not None:
-            flag = "--" + name.replace("_", "-")
-            parser.reject(flag, "no value with --data (the rows bring their documents)", flag)
+    refuse_generated_options(parser, args)
     if args.policies is not None:
         other = [p for p in args.policies if p not in USER_ROW_POLICIES]
         if other:
@@ -324,12 +322,8 @@ def _load_data(parser: cli.ArgumentParser, args: argparse.Namespace) -> None:
                 f"with --data, policies that run on any text ({', '.join(USER_ROW_POLICIES)})",
                 ",".join(other),
             )
-    parser.require_file("--data", args.data, "a JSONL file of rows")
     args.format = args.format or "native"
-    try:
-        rows = load_rows(args.data, format=args.format)
-    except UserRowError as exc:
-        parser.reject("--data", f"valid {args.format} rows", str(exc))
+    rows = load_user_rows(parser, args.data, args.format)
     args.n = min(args.n or len(rows), len(rows))
     args.rows = rows[: args.n]
 

@@ -496,16 +496,10 @@ def build_parser() -> cli.ArgumentParser:
 def _load_data(parser: cli.ArgumentParser, path: str, format: str) -> None:
     """Check the rows of --data (a bad row is a usage error naming it) and let the gold-in-hand
     attacks find them."""
-    from fathom_rlm.userdata import UserRowError, load_rows
-
     from envtools.policies import fathom
+    from envtools.user_rows import load_user_rows
 
-    parser.require_file("--data", path, "a JSONL file of rows")
-    try:
-        rows = load_rows(path, format=format)
-    except UserRowError as exc:
-        parser.reject("--data", f"valid {format} rows", str(exc))
-    fathom.register_tasks(rows)
+    fathom.register_tasks(load_user_rows(parser, path, format))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -58,7 +58,7 @@ from fathom_rlm.documents import (
 )
 from fathom_rlm.rewards import REWARD_NAME, RewardConfig, score_rollout
 from fathom_rlm.userdata import FORMATS as ROW_FORMATS
-from fathom_rlm.userdata import UserRowError, load_rows, task_question
+from fathom_rlm.userdata import task_question
 
 from envtools import cli
 from envtools.evaluate import registered_tasks
@@ -67,6 +67,7 @@ from envtools.policies.base import Policy
 from envtools.policies.fathom.overlap_reader import reading_any_text
 from envtools.policies.fathom.protocol import parse_sub_answer
 from envtools.policies.registry import get_policy
+from envtools.user_rows import load_user_rows, refuse_generated_options
 
 Format = Literal["prime-rl", "trl"]
 FORMATS: tuple[str, ...] = ("prime-rl", "trl")
@@ -370,17 +371,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def _load_data(parser: cli.ArgumentParser, args: argparse.Namespace) -> None:
     """The user rows of --data (every row checked first); a bad file or row is a usage error
     naming the line and the field."""
-    for name in ("split", "doc_tokens"):
-        if getattr(args, name) is not None:
-            flag = "--" + name.replace("_", "-")
-            parser.reject(flag, "no value with --data (the rows bring their documents)", flag)
-    parser.require_file("--data", args.data, "a JSONL file of rows")
+    refuse_generated_options(parser, args)
     args.data_format = args.data_format or "native"
-    try:
-        rows = load_rows(args.data, format=args.data_format)
-    except UserRowError as exc:
-        parser.reject("--data", f"valid {args.data_format} rows", str(exc))
-    args.rows = rows[: args.n]
+    args.rows = load_user_rows(parser, args.data, args.data_format)[: args.n]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

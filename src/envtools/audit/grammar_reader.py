@@ -224,8 +224,8 @@ def read_facts(
     ``splits`` restricts the reader to the shapes of those splits: a reader that knows only the
     train shapes is what a pattern list tuned on train would be.
     """
-    verdicts = None if retraction_splits is None else tuple(retraction_splits)
-    grammar = compiled_grammar(tuple(splits), verdicts)
+    known = None if retraction_splits is None else tuple(retraction_splits)
+    grammar = compiled_grammar(tuple(splits), known)
     headers = [(m.start(), m.end(), int(m[1]), m[2]) for m in _HEADER.finditer(text)]
     header_starts = [h[0] for h in headers]
     aliases: dict[str, tuple[str, Span]] = {}

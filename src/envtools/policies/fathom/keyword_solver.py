@@ -532,10 +532,9 @@ def answer_split(
     from fathom_rlm.documents import matches_gold
     from fathom_rlm.documents.splits import SPLIT_SIZES
 
-    if limit is not None and limit > SPLIT_SIZES[split]:
-        pairs = split_pairs(split, doc_tokens, limit)
-    else:
-        pairs = split_pairs(split, doc_tokens)[:limit]
+    # Up to the split's size, the cached whole split serves every limit.
+    beyond = limit if limit is not None and limit > SPLIT_SIZES[split] else None
+    pairs = split_pairs(split, doc_tokens, beyond)[:limit]
     texts: dict[int, Text] = {}
     right: dict[str, list[bool]] = defaultdict(list)
     for text, row in pairs:

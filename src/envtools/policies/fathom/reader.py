@@ -81,9 +81,8 @@ def drop_cut_statements(facts: list[Any], text: str) -> list[Any]:
     founding, seat) can be cancelled by the sentence right after it, in its paragraph ("None of
     it was true."). Such a statement that ends a piece of `text` (a window cut after it: a line
     break that is no paragraph break, or the end of the text) was read without that sentence, so
-    it settles nothing and is dropped;
-    the same statement read in the windows of its own subject's name comes with the sentences
-    after it."""
+    it settles nothing and is dropped; the same statement read in the windows of its own
+    subject's name comes with the sentences after it."""
 
     def followed(fact: Any) -> bool:
         end = fact.sentence[1]

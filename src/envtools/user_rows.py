@@ -1,0 +1,30 @@
+"""The `--data` option of the commands that run on user rows (`evaluate`, `sft_export`,
+`policy_server`): one check of the file and its rows, so each refuses bad input alike, in one
+line naming the row and the field."""
+
+from __future__ import annotations
+
+import argparse
+
+from fathom_rlm.documents.tasks.record import TaskRecord
+from fathom_rlm.userdata import UserRowError, load_rows
+
+from envtools import cli
+
+
+def load_user_rows(parser: cli.ArgumentParser, path: str, format: str) -> list[TaskRecord]:
+    """The records of the rows at `path` in `format`, every row checked first; a missing file or
+    a bad row is a usage error of `--data`."""
+    parser.require_file("--data", path, "a JSONL file of rows")
+    try:
+        return load_rows(path, format=format)
+    except UserRowError as exc:
+        parser.reject("--data", f"valid {format} rows", str(exc))
+
+
+def refuse_generated_options(parser: cli.ArgumentParser, args: argparse.Namespace) -> None:
+    """`--split` and `--doc-tokens` choose generated documents: a usage error beside `--data`."""
+    for name in ("split", "doc_tokens"):
+        if getattr(args, name) is not None:
+            flag = "--" + name.replace("_", "-")
+            parser.reject(flag, "no value with --data (the rows bring their documents)", flag)
