@@ -6,6 +6,7 @@ Usage: uv run python benchmarks/fathom_documents.py [--seeds 7] [--tokens 16000 
        uv run python benchmarks/fathom_documents.py --naive 5 --tokens 64000
        uv run python benchmarks/fathom_documents.py --subjects 20 --tokens 200000
        uv run python benchmarks/fathom_documents.py --cues 20 --tokens 200000
+       uv run python benchmarks/fathom_documents.py --verdicts 30 --tokens 16000
 
 Reports median / min / max wall time over several seeds for each length (fresh generation, no
 cache), the median CPU time of the process (less sensitive to other work sharing the machine),
@@ -17,9 +18,13 @@ means, over train and heldout documents, and reports what share of its matches a
 over `train` documents, the share of real facts among statements whose subject is a pronoun or
 an alias, and among those that name it. ``--cues`` asks the same of the sentence after a
 statement: the share of real facts among plain statements whose next sentence (same paragraph)
-holds a generic English word of correction (the keyword solver's `CORRECTION_CUES`), and among
-those whose next sentence does not; first for the relations that have retractions (true and
-retracted statements), then for all plain statements and for all.
+holds a generic English word of negation or correction (the keyword solver's `CORRECTION_CUES`),
+and among those whose next sentence does not; first for the statements of one-off facts (true
+and retracted, whose next sentence is their verdict), then for all plain statements and for all.
+``--verdicts`` looks at the verdicts themselves, per split: the share of each sign-bearing part
+that is a plus in either class, the largest share of a document's true statements that one
+verdict sentence follows, and the balanced accuracy and pick-one-of-six accuracy of two learners
+fit on `train`'s verdicts (a sign per part, word weights) on every split.
 """
 
 from __future__ import annotations
@@ -86,6 +91,13 @@ def build_parser() -> cli.ArgumentParser:
         metavar="DOCS",
         help="correction words after statements",
     )
+    parser.add_argument(
+        "--verdicts",
+        type=cli.integer(0),
+        default=0,
+        metavar="DOCS",
+        help="verdict signs per class, recurrence, lexicons learned on train",
+    )
     return parser
 
 
@@ -97,6 +109,7 @@ def main(argv: list[str] | None = None) -> None:
     # Each study instead of timing: DOCS documents at every length asked for.
     studies = {
         "cues": next_sentence_cues,
+        "verdicts": verdicts,
         "subjects": subject_forms,
         "naive": naive,
         "baselines": baselines,
@@ -227,10 +240,10 @@ def subject_forms(n_docs: int, tokens: int) -> None:
 
 
 def next_sentence_cues(n_docs: int, tokens: int) -> None:
-    """P(real fact | the next sentence has a correction word) over the first `train` documents:
-    for statements of the relations that have retractions (true ones and retracted ones, the
-    candidates a reading question about a subject sees), for every plain statement (facts,
-    retracted statements, near-namesakes) and for every statement in a relation's shape."""
+    """P(real fact | the next sentence has a correction word) over the first `train` documents.
+    For a one-off fact (true and retracted statements, the candidates a reading question about a
+    subject sees) the next sentence is the statement's verdict; then for every plain statement
+    (facts, retracted statements, near-namesakes) and for every statement in a relation's shape."""
     from fathom_rlm.documents import split_seeds
     from fathom_rlm.documents.grammar import RETRACTED
 
@@ -251,7 +264,7 @@ def next_sentence_cues(n_docs: int, tokens: int) -> None:
             return bool(CORRECTION_CUES.search(text[end + 1 : min(stops, default=-1)].lower()))
 
         rows = [(True, "", f.relation, cue_after(f.sentence[1])) for f in doc.facts.values()]
-        # A retracted statement's own sentence is the span before its retraction.
+        # A retracted statement's own sentence is the span before its verdict.
         for d in doc.distractors:
             own = d.spans[-2] if d.kind == "retracted" else d.spans[-1]
             rows.append((False, d.kind, d.relation, cue_after(own[1])))
@@ -260,16 +273,66 @@ def next_sentence_cues(n_docs: int, tokens: int) -> None:
             if is_fact or kind in ("retracted", "namesake"):
                 scopes.append("plain")
             if relation in RETRACTED and (is_fact or kind == "retracted"):
-                scopes.append("retracted relations")
+                scopes.append("one-off facts")
             for scope in scopes:
                 counts[scope, is_fact, cue] += 1
     print("| statements | next sentence | facts | hard negatives | P(fact) |")
     print("|---|---|---:|---:|---:|")
-    for scope in ("retracted relations", "plain", "all"):
+    for scope in ("one-off facts", "plain", "all"):
         for cue in (True, False):
             f, d = counts[scope, True, cue], counts[scope, False, cue]
             label = "correction word" if cue else "no correction word"
             print(f"| {scope} | {label} | {f} | {d} | {f / max(1, f + d):.3f} |")
+
+
+def verdicts(n_docs: int, tokens: int) -> None:
+    """The verdicts of the first DOCS documents of each split's seed range: how often each
+    sign-bearing part is a plus in either class, how often a verdict sentence recurs in a
+    document, and what two learners fit on `train`'s verdicts make of each split's
+    (envtools.audit.verdict_lexicon)."""
+    from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
+
+    from envtools.audit.verdict_lexicon import (
+        NaiveBayes,
+        SignLexicon,
+        score,
+        sign_counts,
+        verdict_groups,
+    )
+
+    groups: dict[str, list] = {}
+    most = 0.0  # the largest share of a document's true statements one verdict follows
+    for split in ("train", "eval", "heldout"):
+        groups[split] = []
+        for seed in range(SPLIT_SEED_BASE[split], SPLIT_SEED_BASE[split] + n_docs):
+            doc_groups = verdict_groups(generate_document(seed, tokens))
+            groups[split] += doc_groups
+            after_true = Counter(g[0][0] for g in doc_groups)
+            most = max(most, max(after_true.values()) / len(doc_groups))
+    print(f"generator {GENERATOR_VERSION}; {n_docs} documents of {tokens:,} tokens per split")
+    print(f"largest share of a document's true statements that one verdict follows: {most:.4f}")
+    print("| split | class | statements | nobody | verb1 backs | verb2 backs | outcome |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for split, split_groups in groups.items():
+        counts = sign_counts(split_groups)
+        for stands in (True, False):
+            n = counts[stands, "end", 1] + counts[stands, "end", -1]
+            cells = [counts[stands, "who", -1] / n] + [
+                counts[stands, slot, 1] / n for slot in ("verb", "verb2", "end")
+            ]
+            label = "stands" if stands else "retracted"
+            print(f"| {split} | {label} | {n} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+    learners = {
+        "sign lexicon": SignLexicon(groups["train"]),
+        "word weights": NaiveBayes(groups["train"]),
+    }
+    print("\n| learner (fit on train) | split | facts | balanced accuracy | pick one of six |")
+    print("|---|---|---:|---:|---:|")
+    for name, learner in learners.items():
+        for split, split_groups in groups.items():
+            balanced, pick = score(learner, split_groups)
+            where = f"{split} (in-sample)" if split == "train" else split
+            print(f"| {name} | {where} | {len(split_groups)} | {balanced:.3f} | {pick:.3f} |")
 
 
 def baselines(n_docs: int, tokens: int, per_doc: int = 60) -> None:

@@ -567,17 +567,18 @@ NOT_RUN: dict[str, str] = {
     ): _LONG,
     (
         "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 16000 "
-        "--policies fathom-reference,fathom-reference-train-tables"
+        "--policies fathom-reference,fathom-reference-train-verdicts"
     ): _LONG,
     (
         "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 200000 "
-        "--policies fathom-reference,fathom-reference-train-tables"
+        "--policies fathom-reference,fathom-reference-train-verdicts"
     ): _LONG,
     "uv run python benchmarks/fathom_documents.py": _LONG,
     "uv run python benchmarks/fathom_documents.py --cues 20 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --subjects 20 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --naive 5 --tokens 64000": _LONG,
-    "uv run python -m envtools.policies.fathom.class_labeler": _LONG,
+    "uv run python benchmarks/fathom_documents.py --verdicts 30 --tokens 16000": _LONG,
+    "uv run python benchmarks/fathom_documents.py --verdicts 4 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --baselines 20 --tokens 16000": _LONG,
     "uv run python benchmarks/fathom_documents.py --baselines 4 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_sandbox.py": _LONG,

@@ -1,6 +1,6 @@
 """The honest rungs of the fathom ladder: grep-only searches but never reads with a sub-call,
 the depth-0 reference reads only through REPL output, the depth-1 reference never goes below
-depth 1, the train-tables rung knows no other split's retractions, and every honest policy answers
+depth 1, the train-verdicts rung reads no other split's verdicts, and every honest policy answers
 only from what its tools returned (with the evidence cut out of every message it sees, it cannot
 answer)."""
 
@@ -131,19 +131,19 @@ def test_depth_zero_family_pays_no_recursion(rows: list[TaskRecord]) -> None:
 
 ONE_OFF_FAMILIES = ("single_hop", "multi_hop", "comparison")
 """The families whose answers rest on one-off facts (birth, teacher, maker, founding, seat), each
-stated once truly and five times retracted, each retracted statement cancelled by the sentence
-after it."""
+stated once truly and five times retracted, every statement followed by its own verdict."""
 
 
-def test_train_tables_rung_reads_no_other_split_retractions(rows: list[TaskRecord]) -> None:
-    """On `eval` and `heldout` text the train-tables rung meets retractions it does not know: a
-    one-off fact's retracted statements stand beside the true one, and it answers next to none
-    of the questions that rest on them, where the reference (every split's retractions) answers
-    all. On the other families it is the reference. On `train` text it reads every retraction."""
+def test_train_verdict_rung_reads_no_other_split_verdicts(rows: list[TaskRecord]) -> None:
+    """On `eval` and `heldout` text the train-verdicts rung meets verdicts it has no parts for:
+    a one-off fact's retracted statements stand beside the true one, and it answers next to none
+    of the questions that rest on them, where the reference (every split's verdicts) answers
+    all. On the families without verdicts it is the reference. On `train` text it reads every
+    verdict."""
     from envtools.audit.grammar_reader import read_facts
 
-    reference, rung = fathom.POLICIES["fathom-reference"](), fathom.ReferenceTrainTables()
-    assert rung.name == "fathom-reference-train-tables"
+    reference, rung = fathom.POLICIES["fathom-reference"](), fathom.ReferenceTrainVerdicts()
+    assert rung.name == "fathom-reference-train-verdicts"
     heldout = build_split("heldout", 10, doc_tokens=16_000)
     for split_rows in (rows, heldout):
         one_off = [r for r in split_rows if r.family in ONE_OFF_FAMILIES]
@@ -156,14 +156,12 @@ def test_train_tables_rung_reads_no_other_split_retractions(rows: list[TaskRecor
 
     def facts(seed: int, splits: tuple[str, ...] | None) -> set[tuple[str, str, str]]:
         text = get_document(seed, 16_000).text
-        return {
-            (f.relation, f.subject, f.value) for f in read_facts(text, retraction_splits=splits)
-        }
+        return {(f.relation, f.subject, f.value) for f in read_facts(text, verdict_splits=splits)}
 
     train = build_split("train", 1, doc_tokens=16_000)[0]
-    assert facts(train.seed, rung.retraction_splits) == facts(train.seed, None)
+    assert facts(train.seed, rung.verdict_splits) == facts(train.seed, None)
     for seed in (rows[0].seed, heldout[0].seed):
-        assert facts(seed, rung.retraction_splits) > facts(seed, None), seed
+        assert facts(seed, rung.verdict_splits) > facts(seed, None), seed
 
 
 @pytest.mark.parametrize(
@@ -173,7 +171,7 @@ def test_train_tables_rung_reads_no_other_split_retractions(rows: list[TaskRecor
         "fathom-reference-d2",
         "fathom-reference-d1",
         "fathom-reference-d0",
-        "fathom-reference-train-tables",
+        "fathom-reference-train-verdicts",
     ],
 )
 def test_answers_come_only_from_tool_outputs(rows: list[TaskRecord], name: str) -> None:

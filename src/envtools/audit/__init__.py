@@ -5,7 +5,9 @@
 * `answering`: the answer, count or next hop a perfect reader gives from the facts it read;
 * `baselines`: blind and grep answerers that must stay near chance, and the answer type a
   question asks for;
-* `predictability`: how well an aggregation count can be guessed from the question alone.
+* `predictability`: how well an aggregation count can be guessed from the question alone;
+* `verdict_lexicon`: what word weights or part signs learned from `train`'s verdicts make of
+  another split's.
 
 Nothing on the environment's generation, reward or adapter path imports them.
 """

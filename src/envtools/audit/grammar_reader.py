@@ -9,20 +9,23 @@ nothing. A pronoun subject is resolved from the antecedent sentence right before
 from its introduction earlier in the same text; when that sentence is not part of the text, the
 fact is returned with ``resolved=False`` and the pronoun or alias as written.
 
-A retraction sentence ("None of it was true.") cancels the statement right before it: a plain
-false statement followed by its retraction reads as nothing. A text that holds the statement but
-not the retraction after it (cut between the two) reads the statement as a fact, as a reader of
-that text alone must; both sentences of a retracted statement always sit in one paragraph, so a
-text cut at paragraph breaks never splits them.
+A verdict (verdicts.py in the generator: "The registrar upheld the entry; later, the assizes
+overturned the ruling.") settles the statement right before it: one whose signs multiply to a
+minus, as that one's do, cancels it, so a plain false statement followed by its verdict reads as
+nothing. A text that holds the statement but not the verdict after it (cut between the two)
+reads the statement as a fact, as a reader of that text alone must; both sentences always sit
+in one paragraph, so a text cut at paragraph breaks never splits them.
 
-A reader given ``retraction_splits`` knows the retraction sentences of those splits only: another
-split's retraction is an ordinary sentence to it, so the statement before it stands (what a
-reader that learned its retractions from `train` makes of `heldout`'s).
+:func:`read_verdict` reads a verdict on its own. A reader given ``verdict_splits`` knows the
+verdict parts of those splits only: a verdict it cannot parse is to it an ordinary sentence, so
+the statement before it stands (what a reader that learned its verdicts from `train` makes of
+`heldout`'s).
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from functools import lru_cache
 
@@ -40,6 +43,7 @@ from fathom_rlm.documents.grammar import (
     split_grammar,
 )
 from fathom_rlm.documents.grammar_tables import ASIDES, EPITHET_ADJECTIVES, EPITHET_NOUNS
+from fathom_rlm.documents.verdicts import verdict_parts
 from fathom_rlm.documents.world import NICKNAMES, ORG_KINDS, ROLES, THINGS
 
 
@@ -118,8 +122,9 @@ _HEADER = re.compile(r"^Chapter (\d+): [^\n]*\n([A-Z][a-z]+ \d{4})$", re.M)
 class CompiledGrammar:
     """The grammar of some splits compiled for reading (all splits for :func:`read_facts`)."""
 
-    def __init__(self, splits: tuple[str, ...], retraction_splits: tuple[str, ...]) -> None:
+    def __init__(self, splits: tuple[str, ...], verdict_splits: tuple[str, ...]) -> None:
         grammars = [split_grammar(split) for split in splits]
+        self.verdict_signs, self.verdict = _verdict_reader(verdict_splits)
         self.vps = [
             vp
             for g in grammars
@@ -147,9 +152,6 @@ class CompiledGrammar:
                 for t in templates
             ]
             self.antecedents[slot] = re.compile("|".join(f"(?:{r})" for r in regexes))
-        self.retractions = frozenset(
-            t for s in retraction_splits for t in split_grammar(s).retractions
-        )
         intros = [t for g in grammars for t in g.intros]
         self.intros = [re.compile(_template_regex(t) + r"\.") for t in intros]
 
@@ -200,9 +202,53 @@ class CompiledGrammar:
 
 @lru_cache(maxsize=4)
 def compiled_grammar(
-    splits: tuple[str, ...], retraction_splits: tuple[str, ...] | None = None
+    splits: tuple[str, ...], verdict_splits: tuple[str, ...] | None = None
 ) -> CompiledGrammar:
-    return CompiledGrammar(splits, splits if retraction_splits is None else retraction_splits)
+    return CompiledGrammar(splits, splits if verdict_splits is None else verdict_splits)
+
+
+def _verdict_reader(splits: tuple[str, ...]) -> tuple[dict[str, int], re.Pattern]:
+    """(sign of each verdict part, the pattern of a whole verdict) for ``splits``' parts."""
+    slots: dict[str, list[str]] = {s: [] for s in ("who", "verb", "what", "then", "court", "end")}
+    signs: dict[str, int] = {}
+    for split in splits:
+        p = verdict_parts(split)
+        for slot, plus, minus in (
+            ("who", p.sources, p.nobodies),
+            ("verb", p.backing, p.rejecting),
+            ("what", p.claims, p.doubts),
+            ("then", p.then, ()),
+            ("court", p.courts, ()),
+            ("end", p.outcomes, p.challenges),
+        ):
+            slots[slot] += (*plus, *minus)
+            signs.update({**dict.fromkeys(plus, 1), **dict.fromkeys(minus, -1)})
+
+    def group(name: str, slot: str) -> str:
+        words = sorted(slots[slot], key=len, reverse=True)  # "No one in the town" before "No one"
+        return f"(?P<{name}>{'|'.join(map(re.escape, words)) or '(?!)'})"
+
+    pattern = (
+        f"{group('who', 'who')} {group('verb', 'verb')} {group('what', 'what')}; "
+        f"{group('then', 'then')}, {group('court', 'court')} {group('verb2', 'verb')} "
+        f"{group('end', 'end')}\\."
+    )
+    return signs, re.compile(pattern)
+
+
+def read_verdict(sentence: str, splits: tuple[str, ...] = SPLITS) -> bool | None:
+    """Whether the verdict ``sentence`` lets the statement before it stand; None when it is no
+    verdict of ``splits``' parts."""
+    grammar = compiled_grammar(tuple(splits), tuple(splits))
+    return _verdict_of(grammar, sentence)
+
+
+def _verdict_of(grammar: CompiledGrammar, sentence: str) -> bool | None:
+    m = grammar.verdict.fullmatch(sentence)
+    if m is None:
+        return None
+    signs = grammar.verdict_signs
+    return math.prod(signs[m[slot]] for slot in ("who", "verb", "what", "verb2", "end")) > 0
 
 
 def _norm_alias(surface: str) -> str:
@@ -214,18 +260,17 @@ def read_facts(
     text: str,
     *,
     splits: tuple[str, ...] = SPLITS,
-    retraction_splits: tuple[str, ...] | None = None,
+    verdict_splits: tuple[str, ...] | None = None,
 ) -> list[Fact]:
     """The facts ``text`` states on its own, in text order (see the module docstring).
 
-    ``retraction_splits`` (default ``splits``) are the splits whose retraction sentences the reader
-    knows.
-
+    ``verdict_splits`` (default ``splits``) are the splits whose verdict parts the reader knows.
     ``splits`` restricts the reader to the shapes of those splits: a reader that knows only the
     train shapes is what a pattern list tuned on train would be.
     """
-    known = None if retraction_splits is None else tuple(retraction_splits)
-    grammar = compiled_grammar(tuple(splits), known)
+    grammar = compiled_grammar(
+        tuple(splits), None if verdict_splits is None else tuple(verdict_splits)
+    )
     headers = [(m.start(), m.end(), int(m[1]), m[2]) for m in _HEADER.finditer(text)]
     header_starts = [h[0] for h in headers]
     aliases: dict[str, tuple[str, Span]] = {}
@@ -233,10 +278,12 @@ def read_facts(
     prev: tuple[int, str] | None = None  # (end, text) of the previous sentence
     for m in SENTENCE.finditer(text):
         sentence, start, end = m.group(), m.start(), m.end()
-        if sentence in grammar.retractions:
-            # A retraction cancels the statement right before it (same paragraph, one space).
+        verdict = _verdict_of(grammar, sentence)
+        if verdict is not None:
+            # A verdict settles the statement right before it (same paragraph, one space).
             if (
-                facts
+                not verdict
+                and facts
                 and prev is not None
                 and prev[0] + 1 == start
                 and text[prev[0]] == " "

@@ -48,10 +48,13 @@ def _rate(values) -> float:
 def test_blind_most_frequent_entity_is_near_chance(scored, family):
     rows = scored[family]
     assert len(rows) >= 40
-    assert _rate(b for b, _, _ in rows) <= BLIND_MAX
     # Stronger blind guess: the single most common gold answer of the family, as a constant.
-    top = Counter(g for _, _, g in rows).most_common(1)[0][1]
-    assert top / len(rows) <= 0.2
+    top = Counter(g for _, _, g in rows).most_common(1)[0][1] / len(rows)
+    assert top <= 0.2
+    # The most mentioned entity of the asked type does no better than BLIND_MAX, or than that
+    # constant where the family's commonest answer is itself that common (a count family's
+    # commonest count is about one row in seven): it must not beat chance by more than noise.
+    assert _rate(b for b, _, _ in rows) <= max(BLIND_MAX, top + 0.02)
 
 
 @pytest.mark.parametrize("family", READING_FAMILIES)

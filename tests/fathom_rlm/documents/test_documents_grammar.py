@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from fathom_rlm.documents import generate_document, person_key, shape_counts
+from fathom_rlm.documents import generate_document, shape_counts
 from fathom_rlm.documents.filler_tables import ACTIVITIES, FILLER, TITLE_PATTERNS
 from fathom_rlm.documents.grammar import (
     ALL_INITIAL_PHRASES,
@@ -22,15 +22,25 @@ from fathom_rlm.documents.grammar_tables import (
     ADVERBIALS,
     ALIAS_INTROS,
     ASIDES,
-    DISMISSALS,
     DISTRACTOR_WRAPPERS,
     FACT_FRAMES,
-    RETRACTIONS,
 )
-from fathom_rlm.documents.render import MAX_RETRACTED_PER_FACT, retractions_per_fact
 from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
+from fathom_rlm.documents.verdict_tables import (
+    BACKING,
+    CHALLENGES,
+    CLAIMS,
+    COURTS,
+    DOUBTS,
+    NOBODIES,
+    OUTCOMES,
+    REJECTING,
+    SOURCES,
+    THEN,
+)
+from fathom_rlm.documents.verdicts import verdict_parts
 
-from envtools.audit.grammar_reader import read_facts
+from envtools.audit.grammar_reader import SENTENCE, read_facts, read_verdict
 
 SHORT = 16_000
 SPLIT_DOCS = {split: [base, base + 1] for split, base in SPLIT_SEED_BASE.items()}
@@ -62,9 +72,14 @@ def test_splits_share_no_shape_id():
                 assert not ids[a] & ids[b], (a, b)
 
 
+VERDICT_TABLES = (
+    SOURCES, NOBODIES, CLAIMS, DOUBTS, BACKING, REJECTING, THEN, COURTS, OUTCOMES, CHALLENGES
+)  # fmt: skip
+
+
 def test_splits_share_no_phrase():
     """Every table is dealt, not sampled: no verb phrase, framing, adverbial, wrapper, alias
-    introduction or filler template belongs to two splits."""
+    introduction, verdict part or filler template belongs to two splits."""
     tables = [
         *ALL_VERB_PHRASES.values(),
         *ALL_INITIAL_PHRASES.values(),
@@ -73,8 +88,7 @@ def test_splits_share_no_phrase():
         ASIDES,
         *DISTRACTOR_WRAPPERS.values(),
         ALIAS_INTROS,
-        RETRACTIONS,
-        DISMISSALS,
+        *VERDICT_TABLES,
         *FILLER.values(),
         TITLE_PATTERNS,
     ]
@@ -94,6 +108,11 @@ def test_documents_use_only_their_split_shapes(docs):
             assert used <= allowed, sorted(used - allowed)[:5]
             # Enough variety to matter: many distinct shapes in one short document.
             assert len(set(doc.shapes.values())) >= 60
+            # A retracted statement's shape is its verb phrase; its verdict is drawn afresh.
+            retracted = {d.shape for d in doc.distractors if d.kind == "retracted"}
+            assert retracted and all(
+                re.fullmatch(r"(\w+)/vp\d+/retracted", s)[1] in RETRACTED for s in retracted
+            ), sorted(retracted)[:5]
 
 
 def _literal_chunks(template: str) -> list[str]:
@@ -118,7 +137,15 @@ def _foreign_phrases(split: str) -> list[str]:
         out += [c for t in g.intros for c in _literal_chunks(t)]
         for templates in FILLER.values():
             out += [c for t in deal(templates, other) for c in _literal_chunks(t)]
+        out += [part for table in vars(verdict_parts(other)).values() for part in table]
     return [p for p in out if len(p.split()) >= 3 and "{" not in p]
+
+
+def _sign_words(split: str) -> set[str]:
+    """The split's verdict words that carry a sign: its verbs, outcomes and challenges."""
+    p = verdict_parts(split)
+    return {w for part in (*p.backing, *p.rejecting, *p.outcomes, *p.challenges)
+            for w in part.split() if w != "the"}  # fmt: skip
 
 
 @pytest.mark.parametrize("split", SPLITS)
@@ -127,9 +154,16 @@ def test_no_fixed_phrase_of_another_split_appears_in_a_document(docs, split):
     (so a pattern list tuned on train finds nothing to match in heldout)."""
     phrases = sorted(set(_foreign_phrases(split)))
     assert len(phrases) > 150
+    foreign_signs = set().union(*(_sign_words(s) for s in SPLITS if s != split))
     for doc in docs[split]:
         hits = [p for p in phrases if p in doc.text]
         assert not hits, hits[:5]
+        # Nor does a verb, outcome or challenge of another split occur in its verdicts.
+        verdicts = [m.group() for m in SENTENCE.finditer(doc.text)]
+        verdicts = [v for v in verdicts if read_verdict(v) is not None]
+        assert len(verdicts) > 150
+        words = {w for v in verdicts for w in re.findall(r"[\w']+", v)}
+        assert not words & foreign_signs, sorted(words & foreign_signs)[:5]
 
 
 def _distractor_value_is_false(doc, d) -> bool:
@@ -183,7 +217,7 @@ def test_distractors_are_false_and_read_as_nothing(docs):
                     assert read == [d.fact.shifted(0)] or read == [d.fact]
                 elif d.kind == "retracted":
                     # No cue word in the statement: read alone it is a fact; with the
-                    # retraction after it, nothing.
+                    # verdict after it, nothing.
                     assert _distractor_value_is_false(doc, d), d
                     statement = d.fact.sentence
                     upto = [f for f in upto_end if f.sentence == statement]
@@ -193,77 +227,6 @@ def test_distractors_are_false_and_read_as_nothing(docs):
                 else:
                     assert _distractor_value_is_false(doc, d), d
                     assert read == [], (d, doc.text[start:end])
-
-
-def test_true_statements_stand_after_their_dismissed_doubt(docs):
-    """Every true statement of a relation that has retractions is followed by a doubt in the
-    retractions' own words, dismissed (its split's own sentences): the reader keeps the fact,
-    so only a retraction cancels and a correction word in the next sentence decides nothing."""
-    for split, split_docs in docs.items():
-        dismissals = split_grammar(split).dismissals
-        assert dismissals and not set(dismissals) & set(split_grammar(split).retractions)
-        for doc in split_docs:
-            for fact in doc.facts.values():
-                if fact.relation not in RETRACTED:
-                    continue
-                end = fact.sentence[1]
-                after = [d for d in dismissals if doc.text.startswith(" " + d, end)]
-                assert len(after) == 1, doc.text[fact.sentence[0] : end + 100]
-                read = read_facts(doc.text[: end + 1 + len(after[0])])
-                assert fact.sentence in [f.sentence for f in read], fact
-
-
-def test_every_follower_wording_recurs_equally_often(docs):
-    """Every one-off fact gets the same number of retracted statements, and inside a document
-    the dismissal and each retraction it uses recur exactly once per fact, so counting how often
-    the sentence after a statement recurs tells a fact from a retracted statement no better
-    than chance (followers.py; the follower-frequency attack of the reward audit is the test
-    that this holds where it matters)."""
-    for split, split_docs in docs.items():
-        g = split_grammar(split)
-        assert len(g.retractions) >= MAX_RETRACTED_PER_FACT
-        for doc in split_docs:
-            per_fact = retractions_per_fact(doc.world, len(doc.text))
-            one_off = sum(1 for f in doc.facts.values() if f.relation in RETRACTED)
-            retracted = sum(1 for d in doc.distractors if d.kind == "retracted")
-            assert per_fact == MAX_RETRACTED_PER_FACT and retracted == per_fact * one_off
-            counts = [doc.text.count(s) for s in (*g.dismissals, *g.retractions)]
-            used = [n for n in counts if n]
-            assert len(used) == 1 + per_fact and set(used) == {one_off}, counts
-
-
-def _followers_by_fact(doc) -> list[list[str]]:
-    """The sentence after each statement of every one-off fact, the true statement first."""
-    retracted: dict[tuple[str, str], list[str]] = {}
-
-    def who(subject: str) -> str:  # objects and organisations are named in full
-        return subject if subject.lower().startswith("the ") else person_key(subject)
-
-    for d in doc.distractors:
-        if d.kind == "retracted":
-            key = (d.relation, who(d.subject))
-            retracted.setdefault(key, []).append(doc.text[slice(*d.spans[-1])])
-    out = []
-    for fact in doc.facts.values():
-        if fact.relation in RETRACTED:
-            end = fact.sentence[1]
-            dismissal = doc.text[end + 1 :].split(".", 1)[0] + "."
-            out.append([dismissal, *retracted[fact.relation, who(fact.subject)]])
-    return out
-
-
-def test_each_fact_takes_each_follower_once():
-    """A document uses one dismissal and five retractions (followers.py), each exactly once per
-    fact: every fact's six statements have the same six followers, the true one the dismissal.
-    Counting hits per fact therefore finds six sentences, alike in every count."""
-    for split in ("train", "heldout"):
-        doc = generate_document(SPLIT_SEED_BASE[split] + 1, 64_000)
-        groups = _followers_by_fact(doc)
-        assert len(groups) > 50
-        dismissals = {g[0] for g in groups}
-        assert len(dismissals) == 1 and dismissals <= set(split_grammar(split).dismissals)
-        followers = {frozenset(g) for g in groups}
-        assert len(followers) == 1 and len(next(iter(followers))) == 1 + MAX_RETRACTED_PER_FACT
 
 
 def test_subject_form_does_not_tell_a_fact_from_a_plain_negative():

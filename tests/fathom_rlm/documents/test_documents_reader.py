@@ -10,7 +10,7 @@ import pytest
 from fathom_rlm.documents import Fact, generate_document
 from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
 
-from envtools.audit.grammar_reader import read_aliases, read_facts
+from envtools.audit.grammar_reader import read_aliases, read_facts, read_verdict
 
 SEEDS = (7, SPLIT_SEED_BASE["train"], SPLIT_SEED_BASE["eval"], SPLIT_SEED_BASE["heldout"])
 
@@ -49,7 +49,7 @@ def _check_slice(doc, start: int, end: int, got: list[Fact]) -> list[Fact]:
     """Resolved facts include every annotated fact wholly inside; each unresolved one is an
     annotated fact whose sentence is inside but whose antecedent or alias introduction is not
     (and every such fact is returned); a retracted false statement is read only when the slice
-    ends right after it, before its retraction. Returns the facts the annotation does not
+    ends right after it, before its verdict. Returns the facts the annotation does not
     explain."""
     expected = _expected(doc, start, end)
     assert expected <= set(got)
@@ -58,8 +58,8 @@ def _check_slice(doc, start: int, end: int, got: list[Fact]) -> list[Fact]:
         for f in _readable(doc)
         if _inside(f.sentence, start, end) and not all(_inside(sp, start, end) for sp in f.spans)
     }
-    # A retracted false statement inside the slice whose retraction is not: read as a fact.
-    cut_retractions = {
+    # A retracted false statement inside the slice whose verdict is not: read as a fact.
+    cut_verdicts = {
         d.fact.sentence: d
         for d in doc.distractors
         if d.kind == "retracted"
@@ -70,12 +70,12 @@ def _check_slice(doc, start: int, end: int, got: list[Fact]) -> list[Fact]:
     for f in got:
         if f in expected:
             continue
-        false = cut_retractions.get((f.sentence[0] + start, f.sentence[1] + start))
+        false = cut_verdicts.get((f.sentence[0] + start, f.sentence[1] + start))
         if false is not None and (f.relation, f.detail) == (false.relation, false.fact.detail):
-            # Its retraction was cut off: the slice ends after the statement, at most a part
-            # of the retraction sentence following it.
-            retraction = doc.text[slice(*false.spans[-1])]
-            assert (" " + retraction).startswith(doc.text[start + f.sentence[1] : end]), f
+            # Its verdict was cut off: the slice ends after the statement, at most a part of
+            # the verdict following it.
+            verdict = doc.text[slice(*false.spans[-1])]
+            assert (" " + verdict).startswith(doc.text[start + f.sentence[1] : end]), f
             continue
         want = partial.pop((f.sentence[0] + start, f.sentence[1] + start), None)
         if f.resolved or want is None:
@@ -137,6 +137,13 @@ def test_slices_cut_anywhere_add_at_most_the_cut_sentence(docs):
 
 
 HEADER = "Chapter 4: High Water\nMay 1790\n\n"
+BIRTH = "In 1755 Ada Velk arrived as a newborn in Ossmere."
+# Verdicts in train's parts, and one in heldout's (verdict_tables.py: index mod 3).
+FALLS = "The registrar upheld the entry; later, the county court disputed the finding."
+STANDS = "Nobody upheld the rumour against it; a year on, the assizes disputed the appeal."
+HELDOUT_FALLS = (
+    "The town notary endorsed the account; on review, the town council rejected the judgement."
+)
 
 
 @pytest.mark.parametrize(
@@ -168,15 +175,15 @@ HEADER = "Chapter 4: High Water\nMay 1790\n\n"
         ("In 1755 Ada Velk arrived as a newborn in Ossmere.",
          [("birth", "Ada Velk", "Ossmere", "1755", False, True)]),
         ("Ada Velk spent the morning mending a torn sail.", []),
-        # A plain statement, retracted by the next sentence of its paragraph.
-        ("In 1755 Ada Velk arrived as a newborn in Ossmere. None of it was true.", []),
-        ("In 1755 Ada Velk arrived as a newborn in Ossmere. The ledger was put right within "
-         "the week.", []),
-        # A retraction cancels only the sentence right before it, in its own paragraph.
-        ("In 1755 Ada Velk arrived as a newborn in Ossmere.\n\nNone of it was true.",
+        # A plain statement, cancelled by the verdict after it in its paragraph (its signs
+        # multiply to a minus: backing, backing, rejecting the finding).
+        (f"{BIRTH} {FALLS}", []),
+        # A verdict whose signs multiply to a plus lets it stand.
+        (f"{BIRTH} {STANDS}", [("birth", "Ada Velk", "Ossmere", "1755", False, True)]),
+        # A verdict settles only the sentence right before it, in its own paragraph.
+        (f"{BIRTH}\n\n{FALLS}", [("birth", "Ada Velk", "Ossmere", "1755", False, True)]),
+        (f"{BIRTH} Bo Tarn said little. {FALLS}",
          [("birth", "Ada Velk", "Ossmere", "1755", False, True)]),
-        ("In 1755 Ada Velk arrived as a newborn in Ossmere. Bo Tarn said little. None of it "
-         "was true.", [("birth", "Ada Velk", "Ossmere", "1755", False, True)]),
     ],
 )  # fmt: skip
 def test_reader_examples(text, expected):
@@ -186,6 +193,24 @@ def test_reader_examples(text, expected):
     for f in got:
         assert f.sentence[1] == len(text) or text[f.sentence[1]] in " \n"
         assert f.chapter is None and f.date is None
+
+
+def test_verdicts_read_with_their_splits_parts_only():
+    """A verdict reads as one only to a reader that knows its split's parts: to a reader that
+    learned train's, a heldout verdict is an ordinary sentence and the statement before it
+    stands."""
+    assert (read_verdict(FALLS), read_verdict(STANDS), read_verdict(HELDOUT_FALLS)) == (
+        False, True, False,
+    )  # fmt: skip
+    assert read_verdict(FALLS, ("train",)) is False
+    assert read_verdict(HELDOUT_FALLS, ("train",)) is None
+    assert read_verdict(HELDOUT_FALLS, ("heldout",)) is False
+    assert read_verdict(BIRTH) is None
+    text = f"{BIRTH} {HELDOUT_FALLS}"
+    assert read_facts(text) == []
+    (fact,) = read_facts(text, verdict_splits=("train",))
+    assert (fact.relation, fact.value, fact.sentence) == ("birth", "Ossmere", (0, len(BIRTH)))
+    assert read_facts(f"{BIRTH} {FALLS}", verdict_splits=("train",)) == []
 
 
 def test_read_aliases():

@@ -1,15 +1,14 @@
 """The false values of retracted statements, drawn as whole alternative worlds.
 
 Every one-off fact (birth, mentor, maker, founding, seat) is stated once truly and ``per_fact``
-times falsely, each false statement cancelled by the sentence after it. Its follower class tells
-them apart only to a reader (followers.py); the values must not tell them apart to code. Drawn
-one by one around the truth, they would: a false year spread evenly on both sides of the true
-one leaves the true year in the middle of its group, a birthplace drawn among places the person
+times falsely, each false statement cancelled by the verdict after it. The verdicts tell them
+apart only to a reader (verdicts.py); the values must not tell them apart to code. Drawn one by
+one around the truth, they would: a false year spread evenly on both sides of the true one
+leaves the true year in the middle of its group, a birthplace drawn among places the person
 never lived in makes "the one that is also a home" the true one, a teacher drawn from the
-chapter's cast makes "the one not mentioned nearby" the true one. And since each follower class
-runs through every fact of a document, code that tested the world's own rules on each class
-("a founder is among the older half", "founded in the founder's twenties to forties") would
-keep the class that obeys them.
+chapter's cast makes "the one not mentioned nearby" the true one, and code that tested the
+world's own rules on each statement ("a founder is among the older half", "founded in the
+founder's twenties to forties") would keep the one that obeys them.
 
 So the k-th retracted statement of every fact states the k-th :class:`Alternative`: the one-off
 facts of a whole other world, drawn by the process that drew the real ones. Every such draw is

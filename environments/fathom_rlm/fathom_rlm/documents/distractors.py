@@ -17,7 +17,7 @@ import bisect
 import itertools
 
 from .alternatives import Alternative
-from .grammar import DISTRACTOR_WRAPPERS, NO_PLANNED, RELATION_SLOTS, RETRACTIONS, TIMED
+from .grammar import DISTRACTOR_WRAPPERS, NO_PLANNED, RELATION_SLOTS, TIMED
 from .narrator import Narrator, Ref, Unit, article, look_alike
 from .world import ROLES, birth_year, founding_year
 
@@ -117,7 +117,7 @@ class DistractorMaker:
     def retracted(self, relation: str, sid: int, k: int) -> Unit:
         """The ``k``-th false statement about subject ``sid``: the value of alternative world
         ``k`` (alternatives.py) in the relation's own shapes, no cue word, followed by the
-        document's ``k``-th retraction (followers.py), which cancels it."""
+        verdict of its own that does not let it stand (verdicts.py)."""
         r = self.r
         vp = r.pick(r.grammar.phrases(relation))
         fields, value, detail, refs = self.alternative_fields(relation, sid, r.alternatives[k])
@@ -132,14 +132,14 @@ class DistractorMaker:
         fields[slot] = ref.text
         frame, _ = r.frame()
         sentence, _ = r.compose(vp, "PAST", fields, frame)
-        retraction = r.followers[k + 1]
+        retraction = r.verdict(stands=False)
         unit = Unit("", "retracted", relation, "", value, detail)
         r.with_subject(unit, slot, sid, ref, sentence)
         for other in refs:
             unit.remote.extend(other.remote)
         unit.local.append((len(unit.text) + 1, len(unit.text) + 1 + len(retraction)))
         unit.text += " " + retraction
-        unit.shape = f"{relation}/{vp.tag}/retracted{RETRACTIONS.index(retraction)}"
+        unit.shape = f"{relation}/{vp.tag}/retracted"
         return unit
 
     def alternative_fields(self, relation: str, sid: int, alt: Alternative):
@@ -281,6 +281,5 @@ class DistractorMaker:
         """Every value the one-off fact ``key`` of subject ``sid`` takes in the text: the true
         one and each alternative world's (alternatives.py). A hard negative about that fact
         avoids them all. One that avoided only the truth, or sat near it (a year a few years
-        off, as before `fathom-docs-7`), would single out the true statement among the retracted
-        ones: followers meet every fact once, so such a tell adds up over a whole document."""
+        off), would single out the true statement among the retracted ones."""
         return self.r.stated[key, sid]

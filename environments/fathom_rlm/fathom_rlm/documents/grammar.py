@@ -25,11 +25,9 @@ from .grammar_tables import (
     ADVERBIALS,
     ALIAS_INTROS,
     ASIDES,
-    DISMISSALS,
     DISTRACTOR_WRAPPERS,
     FACT_FRAMES,
     INITIAL_VERB_PHRASES,
-    RETRACTIONS,
     VERB_PHRASES,
 )
 from .seeds import split_of_seed
@@ -58,8 +56,8 @@ TIMED = frozenset({"residence", "employment", "owner"})
 NO_PLANNED = frozenset({"birth"})
 # Relations that hold once per subject and are asked by reading questions (IDs are matched
 # exactly, not read): each needle of these brings false statements in its own
-# shapes, cancelled by a retraction in the next sentence (so no cue word sits in the statement);
-# the true statement is followed by a dismissed doubt in the same vocabulary.
+# shapes, each cancelled by the verdict after it (so no cue word sits in the statement); the
+# true statement's verdict lets it stand (verdicts.py).
 RETRACTED = frozenset({"birth", "mentor", "maker", "founding", "seat"})
 
 _VP = re.compile(
@@ -155,8 +153,6 @@ class SplitGrammar:
     asides: tuple[str, ...]
     wrappers: dict[str, tuple[tuple[str, str, str], ...]]
     intros: tuple[str, ...]
-    retractions: tuple[str, ...] = ()
-    dismissals: tuple[str, ...] = ()
 
     def distractor_kinds(self, relation: str) -> tuple[str, ...]:
         return tuple(k for k in DISTRACTOR_KINDS if not (k == "planned" and relation in NO_PLANNED))
@@ -196,9 +192,7 @@ class SplitGrammar:
                     w = DISTRACTOR_WRAPPERS[kind].index((prefix, suffix, form))
                     out.append(f"{relation}/{vp.tag}/{kind}{w}")
             if relation in RETRACTED and not initial:
-                out.extend(
-                    f"{relation}/{vp.tag}/retracted{RETRACTIONS.index(t)}" for t in self.retractions
-                )
+                out.append(f"{relation}/{vp.tag}/retracted")
         return out
 
 
@@ -215,8 +209,6 @@ def split_grammar(split: str) -> SplitGrammar:
         asides=deal(ASIDES, split),
         wrappers={kind: deal(ws, split) for kind, ws in DISTRACTOR_WRAPPERS.items()},
         intros=deal(ALIAS_INTROS, split),
-        retractions=deal(RETRACTIONS, split),
-        dismissals=deal(DISMISSALS, split),
     )
 
 

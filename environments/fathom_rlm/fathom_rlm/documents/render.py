@@ -22,7 +22,6 @@ from .distractors import DistractorMaker
 from .facts import Distractor, Fact
 from .filler import filler_functions
 from .filler_tables import FILLER_WEIGHTS, SEASONS, TITLE_PATTERNS
-from .followers import draw_followers
 from .grammar import ALIAS_INTROS, RELATION_SLOTS, RETRACTED, TIMED, deal, to_mapping
 from .narrator import Narrator, Ref, Unit, article, cap
 from .world import Event, World
@@ -52,9 +51,9 @@ class RenderResult:
 
 # Average unit lengths in characters (measured on generated documents): they size a document's
 # retracted statements and reserve each chapter's room before any of it is written.
-_NEEDLE_CHARS, _ONE_OFF_CHARS, _INTRO_CHARS, _RETRACTED_CHARS = 80, 130, 65, 130
+_NEEDLE_CHARS, _ONE_OFF_CHARS, _INTRO_CHARS, _RETRACTED_CHARS = 80, 175, 65, 175
 MAX_RETRACTED_PER_FACT = 5
-MANDATORY_SHARE = 0.8  # needles, alias introductions and retracted statements: the rest filler
+MANDATORY_SHARE = 0.9  # needles, alias introductions and retracted statements: the rest filler
 
 
 def retractions_per_fact(world: World, doc_chars: int) -> int:
@@ -109,10 +108,9 @@ class Renderer(Narrator):
         for other in refs:
             unit.remote.extend(other.remote)
         if relation in RETRACTED:
-            # Its retracted false statements are each followed by a correction; the true one is
-            # followed by a doubt in the same words, dismissed, so the next sentence's words
-            # alone do not tell which statement stands (nor how often they recur: followers.py).
-            unit.text += " " + self.followers[0]
+            # Its retracted false statements are each followed by a verdict of their own, and so
+            # is the true one: a verdict that lets it stand (verdicts.py).
+            unit.text += " " + self.verdict(stands=True)
         return unit
 
     def event_fields(self, ev: Event):
@@ -179,8 +177,6 @@ class Renderer(Narrator):
             if alias:
                 intros_at[self.alias_chapter[pid]].append(pid)
         self.per_fact = retractions_per_fact(w, doc_chars)
-        g = self.grammar
-        self.followers = draw_followers(self.rnd, g.dismissals, g.retractions, self.per_fact)
         self.alternatives, self.stated = draw_alternatives(w, self.rnd, self.per_fact)
         reserved = [
             _needle_chars(evs, self.per_fact) + len(intros) * _INTRO_CHARS
@@ -216,16 +212,16 @@ class Renderer(Narrator):
         header = f"Chapter {c + 1}: {title}\n{date}\n\n"
         # Changes keep their story order. A one-off fact is timeless, and its true statement
         # goes anywhere in the chapter like its retracted ones: kept in order among the
-        # changes, it would sit apart from them, and its follower class with it.
+        # changes, it would sit apart from its retracted ones.
         needles = [self.needle(e) for e in evs if e.kind not in RETRACTED]
         others = [self.needle(e) for e in evs if e.kind in RETRACTED]
         others += [self.intro(pid) for pid in intro_people]
         used = len(header) + sum(len(u.text) + 1 for u in (*needles, *others))
-        # The same number of retracted false statements for every one-off needle (followers.py
-        # says why), then the cue-word hard negatives, all shuffled in with the needles: some
-        # land before the true statement, some after it. Retracted ones always go in (the
-        # document's size set their number); the others stop where the chapter would hold
-        # less than a tenth filler, so its length stays on budget.
+        # The same number of retracted false statements for every one-off needle (so how many
+        # a fact has says nothing of which is true), then the cue-word hard negatives, all
+        # shuffled in with the needles: some land before the true statement, some after it.
+        # Retracted ones always go in (the document's size set their number); the others stop
+        # where the chapter would hold less than a tenth filler, so its length stays on budget.
         room = int(budget * 0.9) - used
         for e in evs:
             if e.kind in RETRACTED:

@@ -1,7 +1,7 @@
 """Scripted fathom-rlm policies: the honest reference ladder, code-only rungs and the attacks.
 
 * `planner`: the reference planner (root and sub-agents), at depth 2, 1 and 0, and with a reader
-  that knows only `train`'s retraction tables;
+  that knows only `train`'s verdict wordings;
 * `reader`: the slice reader that answers its sub-calls from the text it was handed alone;
 * `code_only`: grep-only and the code-only adversary (regexes, never `llm`);
 * `attacks`: the reward audit's attacks; `gold`: the gold-in-hand lookup only attacks use.
@@ -48,7 +48,7 @@ from envtools.policies.fathom.planner import (
     ReferenceDepth0,
     ReferenceDepth1,
     ReferenceDepth2,
-    ReferenceTrainTables,
+    ReferenceTrainVerdicts,
 )
 
 ROLES: dict[str, str] = {
@@ -57,7 +57,7 @@ ROLES: dict[str, str] = {
         " bound on what the environment pays, the bar for every row"
     ),
     "rung": (
-        "the honest plan held back, to one depth or to `train`'s retraction tables: what the"
+        "the honest plan held back, to one depth or to `train`'s verdict wordings: what the"
         " reward pays each rung of the ladder"
     ),
     "baseline": "a cheap solver that reads without `llm`: how far code alone gets",
@@ -84,7 +84,7 @@ CARDS: tuple[Card, ...] = (
     Card(ReferenceDepth2, "rung", "always fans a count out to depth 2"),
     Card(ReferenceDepth1, "rung", "recursion capped at depth 1: sub-calls read their slices"),
     Card(ReferenceDepth0, "rung", "no sub-calls: the root reads every hit window itself"),
-    Card(ReferenceTrainTables, "rung", "knows only train's retraction sentences"),
+    Card(ReferenceTrainVerdicts, "rung", "reads verdicts in train's wordings only"),
     Card(GrepOnly, "baseline", "regex hit lines of the question's names, nearest candidate"),
     Card(CodeOnly, "baseline", "the code-only adversary: regexes and word weights from train"),
     Card(CopyQuestion, "attack", "honest work, then answers with the question"),
@@ -128,7 +128,7 @@ __all__ = [
     "ReferenceDepth0",
     "ReferenceDepth1",
     "ReferenceDepth2",
-    "ReferenceTrainTables",
+    "ReferenceTrainVerdicts",
     "TaskIndex",
     "UnknownTaskError",
     "attacks",

@@ -32,7 +32,7 @@ from envtools.policies.fathom.reader import read_slice
 # The root's last message from its answer: the caller's, so an attack can break the answer.
 Final = Callable[[View, str], dict[str, Any]]
 # How the root reads what it printed: `read_slice`, or the caller's reader (one that knows only
-# some splits' retractions).
+# some splits' verdicts).
 Read = Callable[..., str]
 
 # Pages of the sentences around every hit of one name, each page at most CAP characters.

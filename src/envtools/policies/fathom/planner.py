@@ -20,11 +20,11 @@ their slices themselves, 2 lets sub-agents fan out to plain readers.
 
 The reference is an upper bound, not a stand-in for a model. Its planning is honest (no gold, no
 task row), but its reading is the audit's perfect grammar reader: it knows the statement shapes
-and the retraction sentences of every split, `heldout`'s included, so it tells a one-off
-statement that stands from a retracted one on wordings no model was trained on. Its scores say
-what the environment pays a reader that reads every sentence right. `ReferenceTrainTables` is the
-same plan with a reader that knows only `train`'s retraction tables: what a reader that learned
-its retractions from `train` makes of other splits' wordings.
+and the verdict parts of every split, `heldout`'s included, so it tells a one-off statement that
+stands from a retracted one on wordings no model was trained on. Its scores say what the
+environment pays a reader that reads every sentence right. `ReferenceTrainVerdicts` is the same
+plan with a reader that knows only `train`'s verdict parts: what a reader that learned its
+verdicts from `train` makes of other splits' wordings.
 """
 
 from __future__ import annotations
@@ -186,14 +186,14 @@ class FathomReference:
     depth_cap: int | None = None
     """The deepest level it recurses to: None plans at the depth the question's family needs
     (read off its wording), 0, 1 or 2 fix the rung."""
-    retraction_splits: tuple[str, ...] | None = None
-    """The splits whose retraction sentences its reader knows: None for every split (the
-    perfect grammar reader), ("train",) for a reader that learned them from `train` alone."""
+    verdict_splits: tuple[str, ...] | None = None
+    """The splits whose verdict parts its reader knows: None for every split (the perfect
+    grammar reader), ("train",) for a reader that learned its verdicts from `train` alone."""
 
     def read(self, prompt: str, text: str, *, complete: bool = False) -> str:
         """Its reader's answer to `prompt` about `text`, the root's own reading and every
         sub-call's alike (`reader.read_slice`)."""
-        return read_slice(prompt, text, complete=complete, retraction_splits=self.retraction_splits)
+        return read_slice(prompt, text, complete=complete, verdict_splits=self.verdict_splits)
 
     def delegates(self, question: str) -> bool:
         """Whether a sub-call hands a whole section to a plain reader (depth 2) for a count."""
@@ -408,12 +408,12 @@ class ReferenceDepth0(FathomReference):
     depth_cap = 0
 
 
-class ReferenceTrainTables(FathomReference):
-    """The depth-matched plan whose reader knows only `train`'s retraction tables (statements
-    are still read with every split's shapes). On `eval` and `heldout` text every retraction is
-    an ordinary sentence to it, so each retracted statement of a one-off fact stands beside the
-    true one and it cannot tell them apart: what a reader that learned its retractions from
-    `train` earns on held-out wordings. On `train` it is the reference."""
+class ReferenceTrainVerdicts(FathomReference):
+    """The depth-matched plan whose reader knows only `train`'s verdict parts (statements are
+    still read with every split's shapes). On `eval` and `heldout` text every verdict is an
+    ordinary sentence to it, so each retracted statement of a one-off fact stands beside the
+    true one and it cannot tell them apart: what a reader that learned its verdicts from `train`
+    earns on held-out wordings. On `train` it is the reference."""
 
-    name = "fathom-reference-train-tables"
-    retraction_splits = ("train",)
+    name = "fathom-reference-train-verdicts"
+    verdict_splits = ("train",)

@@ -38,8 +38,8 @@ WINDOW_DEF = """def window(s, e):
     return a, (len(doc) if g < 0 else g + 1)
 """
 """REPL code the reference cells share: the span of the sentence before a hit, the hit's sentence
-and the two after it. A hit is often a pronoun's antecedent: the statement follows it, and a
-retraction that cancels the statement follows that, two sentences past the hit."""
+and the two after it. A hit is often a pronoun's antecedent: the statement follows it, and the
+verdict that may cancel the statement follows that, two sentences past the hit."""
 
 ID_TOKEN = re.compile(r"\b[A-Z]{2}-\d{4}\b")
 CHAPTER_RANGE = re.compile(

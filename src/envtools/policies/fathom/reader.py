@@ -6,14 +6,13 @@ so far:" (they are text in its prompt too). It understands the question through 
 grammar (`parse_question`). It never consults the gold, the task row, the world or any text
 outside its prompt.
 
-It is a perfect grammar reader, not a model: it knows the statement shapes and the retraction
-sentences of every split, `heldout`'s included, so it tells a one-off statement that stands from
-a retracted one on any split's wording. What it scores is an upper bound on what the environment
-pays an honest reader, not an estimate of what a model earns. Given
-`retraction_splits=("train",)` it knows only `train`'s retractions (statements are still read
-with every split's shapes): another split's retraction is an ordinary sentence to it, so every
-retracted statement stands, as it would for a reader that learned its retractions from `train`
-alone.
+It is a perfect grammar reader, not a model: it knows the statement shapes and the verdict parts
+of every split, `heldout`'s included, so it tells a one-off statement that stands from a
+retracted one on any split's wording. What it scores is an upper bound on what the environment
+pays an honest reader, not an estimate of what a model earns. Given `verdict_splits=("train",)`
+it knows only `train`'s verdict parts (statements are still read with every split's shapes): a
+verdict of another split is an ordinary sentence to it, so every retracted statement stands, as
+it would for a reader that learned its verdicts from `train` alone.
 
 * the facts settle the question: the answer;
 * a count: the number of counted facts in its text (a partial count for one section);
@@ -78,11 +77,12 @@ def reads_whole_history(question: str) -> bool:
 
 def drop_cut_statements(facts: list[Any], text: str) -> list[Any]:
     """A plain statement of a relation with retractions (a one-off one: birth, teacher, maker,
-    founding, seat) can be cancelled by the sentence right after it, in its paragraph ("None of
-    it was true."). Such a statement that ends a piece of `text` (a window cut after it: a line
-    break that is no paragraph break, or the end of the text) was read without that sentence, so
-    it settles nothing and is dropped; the same statement read in the windows of its own
-    subject's name comes with the sentences after it."""
+    founding, seat) is followed, in its paragraph, by its verdict, which may cancel it ("The
+    registrar upheld the entry; later, the assizes overturned the ruling."). Such a statement
+    that ends a piece of `text` (a window cut after it: a line break that is no paragraph break,
+    or the end of the text) was read without its verdict, so it settles nothing and is dropped;
+    the same statement read in the windows of its own subject's name comes with the sentences
+    after it."""
 
     def followed(fact: Any) -> bool:
         end = fact.sentence[1]
@@ -171,11 +171,11 @@ def read_slice(
     text: str,
     *,
     complete: bool = False,
-    retraction_splits: tuple[str, ...] | None = None,
+    verdict_splits: tuple[str, ...] | None = None,
 ) -> str:
     """The reader's answer to `prompt` about `text` (see the module docstring). `complete`
     says the caller has read all there is, so the facts at hand must settle it;
-    `retraction_splits` (default: every split) are the splits whose retractions it knows."""
+    `verdict_splits` (default: every split) are the splits whose verdicts it can read."""
     question, known = split_prompt(prompt)
     try:
         intent = parse_question(question)
@@ -183,7 +183,7 @@ def read_slice(
         # On user rows, text without the generator's grammar: the generic overlap reader.
         return read_by_overlap(prompt, text, complete=complete) if read_any_text() else NOT_FOUND
     if intent.family == "aggregation":
-        return str(count_from_facts(intent, read_facts(text, retraction_splits=retraction_splits)))
+        return str(count_from_facts(intent, read_facts(text, verdict_splits=verdict_splits)))
     # One text: every alias introduction first (an alias is read only after it was introduced,
     # and a passed-down quote may use an alias this text introduces), then the passed-down
     # quotes, then its own text; facts keep story order and spans stay comparable.
@@ -192,7 +192,7 @@ def read_slice(
     head = "\n\n".join(part for part in (intros, passed) if part)
     offset = len(head) + 2 if head else 0
     whole = f"{head}\n\n{text}" if head else text
-    facts = read_facts(whole, retraction_splits=retraction_splits) if whole.strip() else []
+    facts = read_facts(whole, verdict_splits=verdict_splits) if whole.strip() else []
     facts = drop_cut_statements(facts, whole)
     answer = answer_from_facts(intent, facts)
     if answer and (complete or intent.family not in _SETTLED_ONLY_WHEN_COMPLETE):
