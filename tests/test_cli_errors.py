@@ -140,6 +140,12 @@ CASES: dict[str, Case] = {
     "keyword_solver --doc-tokens": _module(
         "envtools.policies.fathom.keyword_solver", "--doc-tokens", "1", names="--doc-tokens"
     ),
+    "verdict_audit --one-pick-rules": _module(
+        "envtools.policies.fathom.verdict_audit",
+        "--one-pick-rules",
+        "rarest guess",
+        names="--one-pick-rules",
+    ),
     "gsm8k_grading missing data": _file(
         "benchmarks/gsm8k_grading.py", "--data", MISSING, names="--data"
     ),

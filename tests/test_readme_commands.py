@@ -371,10 +371,7 @@ _MENTION = "names a command in prose; its full form is documented and runs"
 NOT_RUN: dict[str, str] = {
     "bash scripts/test.sh": "the test suite itself",
     "CI=true bash .ci/run": "the test suite itself, from empty caches",
-    (
-        "pip install packages/env_adapters packages/openenv_guard "
-        '"environments/gsm8k_multireward[openenv]"'
-    ): _REGISTRY,
+    'pip install packages/openenv_guard "environments/gsm8k_multireward[openenv]"': _REGISTRY,
     (
         "pip install 'gsm8k-multireward[verifiers]' 'fathom-rlm[verifiers]'   # vf-eval "
         "and prime-rl"
@@ -495,8 +492,8 @@ NOT_RUN: dict[str, str] = {
     ): _REGISTRY,
     ".venvs/trl/bin/pip install --no-deps -r ci/requirements/trl-1.16.0.txt": _REGISTRY,
     (
-        ".venvs/trl/bin/pip install --no-deps --no-build-isolation -e . -e packages/env_adapters "
-        "-e environments/gsm8k_multireward -e environments/fathom_rlm"
+        ".venvs/trl/bin/pip install --no-deps --no-build-isolation -e . -e "
+        "environments/gsm8k_multireward -e environments/fathom_rlm"
     ): "part of the TRL venv recipe (after the registry installs)",
     (
         ".venvs/trl/bin/python -m envtools.trl_launch "
@@ -518,9 +515,7 @@ NOT_RUN: dict[str, str] = {
     "pip install 'gsm8k-multireward[trl]'": _REGISTRY,
     "pip install 'fathom-rlm[verifiers]'": _REGISTRY,
     "pip install 'fathom-rlm[trl]'": _REGISTRY,
-    "pip install packages/env_adapters './environments/fathom_rlm[verifiers]'": _REGISTRY,
-    "pip install packages/env_adapters environments/fathom_rlm": _REGISTRY,
-    "uv pip install environments/fathom_rlm": _REGISTRY,
+    "pip install './environments/fathom_rlm[verifiers]'": _REGISTRY,
     'pip install "fathom-rlm[openenv]"': _REGISTRY,
     'pip install "gsm8k-multireward[openenv]"': _REGISTRY,
     "python -m pip install uv": _REGISTRY,
@@ -531,7 +526,7 @@ NOT_RUN: dict[str, str] = {
     ): _REGISTRY,
     (
         "uv pip install --python .venvs/verifiers-0.4.0/bin/python --no-deps -e "
-        "packages/env_adapters -e environments/gsm8k_multireward -e environments/fathom_rlm"
+        "environments/gsm8k_multireward -e environments/fathom_rlm"
     ): "part of the verifiers 0.4.0 venv recipe (after the registry install)",
     "uv pip install -e 'path/to/environments/fathom_rlm[verifiers]'": _PRIME_RL,
     "uv pip install -e 'environments/gsm8k_multireward[verifiers]'": _PRIME_RL,
@@ -565,20 +560,10 @@ NOT_RUN: dict[str, str] = {
         "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 200000 "
         "--policies fathom-code-only,fathom-grep-only"
     ): _LONG,
-    (
-        "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 16000 "
-        "--policies fathom-reference,fathom-reference-train-verdicts"
-    ): _LONG,
-    (
-        "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 200000 "
-        "--policies fathom-reference,fathom-reference-train-verdicts"
-    ): _LONG,
     "uv run python benchmarks/fathom_documents.py": _LONG,
     "uv run python benchmarks/fathom_documents.py --cues 20 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --subjects 20 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --naive 5 --tokens 64000": _LONG,
-    "uv run python benchmarks/fathom_documents.py --verdicts 30 --tokens 16000": _LONG,
-    "uv run python benchmarks/fathom_documents.py --verdicts 4 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --baselines 20 --tokens 16000": _LONG,
     "uv run python benchmarks/fathom_documents.py --baselines 4 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_sandbox.py": _LONG,
@@ -616,27 +601,15 @@ NOT_RUN: dict[str, str] = {
         _LONG
     ),
     (
-        "uv run python -m envtools.policies.fathom.keyword_solver --split heldout --doc-tokens N "
-        "--next-sentence-cues"
+        "uv run python -m envtools.policies.fathom.verdict_audit --split heldout --n 2000 "
+        '--doc-tokens 16000 --one-pick-rules "rarest triple,rarest sentence"'
     ): _LONG,
     (
-        "uv run python -m envtools.policies.fathom.follower_frequency --split heldout "
-        "--doc-tokens N"
+        "uv run python -m envtools.policies.fathom.verdict_audit --split heldout --n 1000 "
+        '--doc-tokens 200000 --one-pick-rules "rarest sentence,one part"'
     ): _LONG,
-    (
-        "uv run python -m envtools.policies.fathom.group_constraint --split heldout "
-        "--doc-tokens 16000"
-    ): _LONG,
-    (
-        "uv run python -m envtools.policies.fathom.group_constraint --split heldout "
-        "--doc-tokens N [--limit 200] --diagnose"
-    ): _LONG,
-    (
-        "uv run python -m envtools.policies.fathom.group_constraint --split heldout "
-        "--doc-tokens N --limit 1000 --polarity --diagnose"
-    ): _LONG,
-    "uv run python -m envtools.policies.fathom.verdict_probe --doc-tokens N --docs D": _LONG,
-    "uv run python -m envtools.policies.fathom.position_tell --doc-tokens N": _LONG,
+    "uv run python -m envtools.policies.fathom.position_tell --doc-tokens N --docs D": _LONG,
+    "uv run python -m envtools.policies.fathom.value_tells --doc-tokens N --docs D": _LONG,
     "uv run python -m envtools.policies.fathom.value_tells --doc-tokens 16000": _LONG,
     (
         "uv run python -m envtools.audit.predictability --split train "

@@ -1,9 +1,8 @@
 """A keyword solver: regexes and English cue words over the whole document, never `llm`.
 
-The reward audit's strongest code-only attack on the generator. It reads the document text
-directly (what a model could do with regexes in `repl`, without output caps) and knows only
-generic English and what `train` documents look like, never the generator's templates, tables or
-world:
+It reads the document text directly (what a model could do with regexes in `repl`, without
+output caps) and knows only generic English and what `train` documents look like, never the
+generator's templates, tables or world:
 
 * names by their shape (two capitalised words; "Master/Mistress" + family name), aliases from
   any sentence that names one person and ends in "called / known as / name ... the X", pronouns
@@ -15,18 +14,10 @@ world:
 
 For a question it finds its names, scores every sentence about them that holds a candidate of
 the asked type, and answers the best candidate; chains follow the first hop's answer; counts
-add the scored sentences of the chapter range that name the town.
-
-With ``next_sentence_cues`` it also reads the sentence right after each candidate statement (in
-the same paragraph) and drops the statement when that sentence sounds like a correction: a
-generic English correction lexicon (`CORRECTION_CUES`) plus word stems learned on `train` from
-the sentences that follow retracted statements against those that follow true ones (the
-generator's own annotations, read on `train` only).
-"""
+add the scored sentences of the chapter range that name the town (`verdict_attacks.py`)."""
 
 from __future__ import annotations
 
-import bisect
 import math
 import re
 from collections import Counter, defaultdict
@@ -96,8 +87,7 @@ NEGATION_CUES = re.compile(
     r"false|correct|\bor so\b|word went|talk of|\bsaid\b|dream|wish|meant to|almost|nearly|"
     r"missed|instead|rather than|\""
 )
-# Words English uses to take back what was just said, written from English, not from any
-# generator table: a statement followed by one of these in its next sentence is dropped.
+# Words English uses to take back what was just said (written from English, no generator table).
 CORRECTION_CUES = re.compile(
     r"\bnot\b|n't\b|\bno\b|\bnone\b|nobody|no one|nothing|never|error|mistak|wrong|\bfalse|"
     r"untrue|retract|withdr|struck|strike|crossed|disprov|refut|debunk|spurious|forg[ea]|invent|"
@@ -105,13 +95,6 @@ CORRECTION_CUES = re.compile(
     r"backwards|\bin fact\b|actually|\blie\b|\blies\b|\blied\b|fiction|myth|hoax|doubt|"
     r"denied|deny|rumou?r|gossip|invalid|void|erase|delet|expung|scratched|blot"
 )
-# Generic English markers of a doubt raised and then dismissed ("..., but it held"): with
-# `contrast_exempt` a next sentence holding one does not veto the statement before it.
-CONTRAST_MARKERS = re.compile(
-    r"\bbut\b|\byet\b|\buntil\b|refus|came to nothing|found (?:none|no)\b|would not|could not|"
-    r"\bthough\b|however"
-)
-_STEM = 5  # learned cue words are compared by their first letters: "mistaken" ~ "mistake"
 _ORDINALS = {
     w: i + 1 for i, w in enumerate(["first", "second", "third", "fourth", "fifth", "sixth"])
 }
@@ -178,8 +161,7 @@ class Text:
 
     @cached_property
     def subjects(self) -> list[str | None]:
-        """Each sentence's subject (a pronoun's is the previous one's); worked out on first
-        use, as the attacks that group followers never ask for it."""
+        """Each sentence's subject (a pronoun's is the previous one's), worked out on first use."""
         out: list[str | None] = []
         previous = None
         for _, s in self.sentences:
@@ -318,80 +300,15 @@ def learn(pairs: Iterable[tuple[str, TaskRecord]], max_rows: int = 500) -> WordW
     return model
 
 
-def _stems(sentence: str) -> set[str]:
-    return {w[:_STEM] for w in _WORD.findall(sentence.lower()) if len(w) >= 3}
-
-
-@dataclass
-class NextSentenceCues:
-    """Does the sentence after a statement take it back? The hand lexicon plus learned stems."""
-
-    learned: frozenset[str] = frozenset()
-    use_lexicon: bool = True
-    contrast_exempt: bool = False
-
-    def cancels(self, sentence: str) -> bool:
-        low = sentence.lower()
-        if self.contrast_exempt and CONTRAST_MARKERS.search(low):
-            return False
-        if self.use_lexicon and CORRECTION_CUES.search(low):
-            return True
-        return bool(self.learned & _stems(sentence))
-
-
-def learn_next_sentence_cues(
-    seeds: Iterable[int], doc_tokens: int, min_count: int = 5, min_log_odds: float = 2.0
-) -> frozenset[str]:
-    """Word stems much more frequent after retracted statements than after true facts, from
-    the generator's annotations of `train` documents (the only split whose annotations the
-    attack may read)."""
-    from fathom_rlm.documents import get_document
-
-    after_false: Counter[str] = Counter()
-    after_true: Counter[str] = Counter()
-    n_false = n_true = 0
-    for seed in seeds:
-        doc = get_document(seed, doc_tokens=doc_tokens)
-        text = Text(doc.text)
-        for d in doc.distractors:
-            if d.kind == "retracted":
-                after_false.update(_stems(doc.text[d.spans[-1][0] : d.spans[-1][1]]))
-                n_false += 1
-        starts = [at for at, _ in text.sentences]
-        for fact in doc.facts.values():
-            # The sentence starting right after the fact's, unless a line break comes between.
-            end = fact.sentence[1]
-            i = bisect.bisect_left(starts, end)
-            between = doc.text[end : starts[i]] if i < len(starts) else "\n"
-            if not between.strip() and "\n" not in between:
-                after_true.update(_stems(text.sentences[i][1]))
-                n_true += 1
-    out = set()
-    for stem, k in after_false.items():
-        if k < min_count:
-            continue
-        odds = math.log(((k + 0.5) / (n_false + 1)) / ((after_true[stem] + 0.5) / (n_true + 1)))
-        if odds >= min_log_odds:
-            out.add(stem)
-    return frozenset(out)
-
-
 class KeywordSolver:
     """Answers fathom questions from the document text with `WordWeights` (see the module)."""
 
-    def __init__(self, model: WordWeights, cues: NextSentenceCues | None = None) -> None:
+    def __init__(self, model: WordWeights) -> None:
         self.model = model
-        self.cues = cues
 
     def score(self, doc: Text, cls: str, i: int) -> float:
-        """The sentence's score, minus a veto when the next sentence of its paragraph takes it
-        back (only with next-sentence cues)."""
-        total = self.model.score(cls, doc.sentences[i][1])
-        if self.cues is not None:
-            following = doc.next_in_paragraph(i)
-            if following is not None and self.cues.cancels(following):
-                total -= 100
-        return total
+        """The score of sentence `i` for class `cls` (the word weights and cue words)."""
+        return self.model.score(cls, doc.sentences[i][1])
 
     def _cls(self, cls: str) -> str:
         return cls if self.model.sizes[cls, True] >= 5 else "other"
@@ -421,12 +338,8 @@ class KeywordSolver:
         return solve() if solve else None
 
     def chain(self, doc: Text, question: str, name: str) -> str | None:
-        if "whoever" in question:
-            outer, inner = question.split("whoever", 1)
-        elif "'s " in question:
-            outer, inner = question.split("'s ", 1)
-        else:
-            outer = inner = question
+        sep = "whoever" if "whoever" in question else "'s "
+        outer, inner = question.split(sep, 1) if sep in question else (question, question)
         middle = doc.canonical(self.hop(doc, question_class(inner), name, "person"))
         if not middle:
             return None
@@ -484,67 +397,41 @@ class KeywordSolver:
 
 
 @lru_cache(maxsize=2)
-def split_pairs(
-    split: str, doc_tokens: int, n: int | None = None
-) -> tuple[tuple[str, TaskRecord], ...]:
-    """(document text, row) of the first `n` rows of `split` (all of them by default; beyond the
-    split's size the rows come from further documents of its seed range), each document
-    generated once. The last two are kept: every attack learns on `train` and answers one split,
-    and an audit runs several."""
+def split_pairs(split: str, doc_tokens: int) -> tuple[tuple[str, TaskRecord], ...]:
+    """(document text, row) of every row of `split`, each document generated once (the last
+    two kept: an attack learns on `train` and answers one split)."""
     from fathom_rlm.documents import split_tasks
 
-    tasks = split_tasks(split, n, doc_tokens=doc_tokens)  # type: ignore[arg-type]
+    tasks = split_tasks(split, doc_tokens=doc_tokens)  # type: ignore[arg-type]
     return tuple((doc.text, task.record(doc)) for doc, task in tasks)
 
 
 def accuracy_by_family(
-    split: str = "heldout",
-    doc_tokens: int = 200_000,
-    next_sentence_cues: bool = False,
-    limit: int | None = None,
-    contrast_exempt: bool = False,
+    split: str = "heldout", doc_tokens: int = 200_000, limit: int | None = None
 ) -> dict[str, float]:
     """Learn on `train` at `doc_tokens`, answer every question of `split` (the first `limit`
     rows when given); mean correctness per family (the gold check of the environment:
     `matches_gold` with the row's aliases)."""
     train = split_pairs("train", doc_tokens)
-    cues = None
-    if next_sentence_cues:
-        seeds = list(dict.fromkeys(r.seed for _, r in train))[:20]
-        learned = learn_next_sentence_cues(seeds, doc_tokens)
-        cues = NextSentenceCues(learned, contrast_exempt=contrast_exempt)
-    return solve_split(KeywordSolver(learn(train), cues), split, doc_tokens, limit)
+    return solve_split(KeywordSolver(learn(train)), split, doc_tokens, limit)
 
 
 def solve_split(
     solver: KeywordSolver, split: str, doc_tokens: int, limit: int | None = None
 ) -> dict[str, float]:
     """Mean correctness per family of `solver` over `split` (its first `limit` rows)."""
-    right = answer_split(solver, split, doc_tokens, limit)
-    return {family: sum(v) / len(v) for family, v in sorted(right.items())}
-
-
-def answer_split(
-    solver: KeywordSolver, split: str, doc_tokens: int, limit: int | None = None
-) -> dict[str, list[bool]]:
-    """Whether `solver` answers each of the first `limit` rows of `split` right, per family; a
-    `limit` above the split's size reads further documents of its seed range."""
     from fathom_rlm.documents import matches_gold
-    from fathom_rlm.documents.splits import SPLIT_SIZES
 
-    # Up to the split's size, the cached whole split serves every limit.
-    beyond = limit if limit is not None and limit > SPLIT_SIZES[split] else None
-    pairs = split_pairs(split, doc_tokens, beyond)[:limit]
     texts: dict[int, Text] = {}
     right: dict[str, list[bool]] = defaultdict(list)
-    for text, row in pairs:
+    for text, row in split_pairs(split, doc_tokens)[:limit]:
         if row.seed not in texts:  # one Text per document, not per row
             texts[row.seed] = Text(text)
         doc = texts[row.seed]
         guess = solver.answer(doc, row.family, row.question)
         ok = guess is not None and matches_gold(guess, row.answer, row.aliases)
         right[row.family].append(ok)
-    return dict(right)
+    return {family: sum(v) / len(v) for family, v in sorted(right.items())}
 
 
 def build_parser() -> cli.ArgumentParser:
@@ -552,10 +439,6 @@ def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="heldout", choices=("train", "eval", "heldout"))
     parser.add_argument("--doc-tokens", type=cli.integer(MIN_DOC_TOKENS), default=200_000)
-    cues = "drop statements whose next sentence reads as a correction (see the module)"
-    parser.add_argument("--next-sentence-cues", action="store_true", help=cues)
-    exempt = "with --next-sentence-cues: no veto when the next sentence has a contrast marker"
-    parser.add_argument("--contrast-exempt", action="store_true", help=exempt)
     return parser
 
 
@@ -563,6 +446,4 @@ if __name__ == "__main__":
     import json
 
     args = build_parser().parse_args()
-    cues, exempt = args.next_sentence_cues, args.contrast_exempt
-    result = accuracy_by_family(args.split, args.doc_tokens, cues, contrast_exempt=exempt)
-    print(json.dumps(result, indent=1))
+    print(json.dumps(accuracy_by_family(args.split, args.doc_tokens), indent=1))
