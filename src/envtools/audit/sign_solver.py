@@ -1,129 +1,79 @@
-"""A per-document attack on the verdicts: learn every part's sign from the document itself.
+"""The strongest per-document attack on the verdicts, given every advantage: learn every part's
+sign from "exactly one statement per contested fact stands".
 
-Each one-off fact has one true statement among several retracted ones, each followed by its own
-verdict, whose stand is the product of three signs: the first verb, the second verb and the
-outcome (verdicts.py in the generator). No lexicon learned on `train` knows a `heldout` verb or
-outcome, and no single part or pair of parts is more common in either class. But within one
-document the parts recur (a split has 20 verbs and 24 outcomes, a 200K-token document about
-1,500 verdicts), and every fact gives a constraint: exactly one of its statements stands. This
-solver searches for the signs (simulated annealing over the document's verbs and outcomes, with
-restarts) that satisfy the most facts, then answers each fact with the statement whose verdict
-comes out standing.
+A contested fact has one true statement among six, each followed by its own verdict, whose stand
+is the product of three signs: the first verb, the second verb and the outcome (verdicts.py in
+the generator). No lexicon learned on `train` knows a `heldout` verb or outcome, but within one
+document the parts recur, and every contested fact is a constraint. This solver searches for the
+signs (`verdict_attacks.solve_exactly_one`: simulated annealing with restarts) under which the
+most facts have exactly one standing statement, then picks each fact's standing statement.
 
-What it is handed, so the number is an upper bound on this kind of attack: the statements of
-each fact, grouped as the generator annotated them (a code-only attacker groups by the subject's
-name and the kinds of values, which the reward audit's solvers do from text), and each
-verdict's parts cut out by position (`{...} {verb} {what}; {...}, {...} {verb} the {outcome}.`:
-the second verb and the outcome are the last words; the first verb is the word before the
-first-ruling object). It never reads a sign, a verdict table or a class.
+It is handed what no code-only attacker has, so its number is an upper bound on the attack: the
+statements of each fact grouped as the generator annotated them (`labelled_groups`), never the
+classes. ``--contest-every-fact`` renders every one-off fact contested, the `fathom-docs-10`
+layout, to show why a document contests only its questions' facts (contested.py); ``--pool``
+solves the signs over all the documents at once, which a policy, reading one document per
+episode, cannot do (docs/reward_audit.md, "Across documents").
 
-Run: ``python -m envtools.audit.sign_solver --split heldout --doc-tokens 16000 --docs 30``
+Run: ``python -m envtools.audit.sign_solver --split heldout --doc-tokens 16000 --docs 150``
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import re
-from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
-from fathom_rlm.documents import get_document
-from fathom_rlm.documents.grammar import RETRACTED
+from fathom_rlm.documents import generate_document, get_document
 from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
 
 from envtools import cli
+from envtools.policies.fathom.keyword_solver import Text
+from envtools.policies.fathom.verdict_attacks import solve_exactly_one, verdicts_of
+from envtools.policies.fathom.verdict_text import labelled_groups
 
-_VERDICT = re.compile(r"(?P<first>[^;]+); [^,]+, .+ (?P<verb2>\S+) the (?P<outcome>\S+)\.")
-# Words that sit before "the" inside the first ruling's subject ("Not one of the elders").
-_NOT_VERBS = frozenset({"of", "at", "in", "nor", "neither", "what"})
-_STEPS, _RESTARTS = 6000, 8
+STEPS, RESTARTS = 6000, 8
 
 
 @dataclass(frozen=True)
 class Fact:
-    """One one-off fact's statements: each verdict's three part ids, and which one is true."""
+    """One contested fact's statements: each verdict's three part ids, and which one is true."""
 
     parts: tuple[tuple[int, int, int], ...]
     true_index: int
 
 
-def first_verb(first_ruling: str) -> str | None:
-    """The first ruling's verb: the word right before its object ("the ...", "that ...",
-    "what ..."), skipping words that sit inside the ruling's subject."""
-    words = first_ruling.split()
-    for here, after in itertools.pairwise(words[1:]):
-        if after in ("the", "that", "what") and here.lower() not in _NOT_VERBS:
-            return here
-    return None
-
-
-def document_facts(seed: int, doc_tokens: int) -> list[Fact]:
-    """The one-off facts of a document, their verdicts cut into part ids."""
-    doc = get_document(seed, doc_tokens)
-    groups: dict[tuple[str, str], list[tuple[str, bool]]] = defaultdict(list)
-    for fact in doc.facts.values():
-        if fact.relation in RETRACTED:
-            end = fact.spans[-1][1]
-            verdict = doc.text[end + 1 :].split(".", 1)[0] + "."
-            groups[fact.relation, fact.subject.split()[-1].lower()].append((verdict, True))
-    for negative in doc.distractors:
-        if negative.kind == "retracted":
-            a, b = negative.spans[-1]
-            key = (negative.relation, negative.subject.split()[-1].lower())
-            groups[key].append((doc.text[a:b], False))
-    ids: dict[str, int] = {}
+def document_facts(
+    seed: int, doc_tokens: int, ids: dict[str, int] | None = None, every_fact: bool = False
+) -> list[Fact]:
+    """The contested facts of a document, their verdicts cut into part ids (``ids``: word ->
+    id, shared across documents when given)."""
+    if every_fact:
+        document = generate_document(seed, doc_tokens, contest_every_fact=True)
+    else:
+        document = get_document(seed, doc_tokens)
+    doc = Text(document.text)
+    verdicts = verdicts_of(doc)
+    ids = {} if ids is None else ids
     facts = []
-    for statements in groups.values():
+    for group in labelled_groups(document, doc):
+        if not all(i in verdicts for i, _ in group):
+            continue
         parts = []
-        for verdict, _ in statements:
-            m = _VERDICT.fullmatch(verdict)
-            verb1 = first_verb(m["first"]) if m else None
-            if m is None or verb1 is None:
-                break
-            words = ("v:" + verb1, "v:" + m["verb2"], "o:" + m["outcome"])
+        for i, _ in group:
+            v = verdicts[i]
+            words = ("v:" + v.first, "v:" + v.second, "o:" + v.outcome)
             parts.append(tuple(ids.setdefault(w, len(ids)) for w in words))
-        truths = [t for _, t in statements]
-        if len(parts) == len(statements) and truths.count(True) == 1:
-            facts.append(Fact(tuple(parts), truths.index(True)))
+        facts.append(Fact(tuple(parts), [true for _, true in group].index(True)))
     return facts
 
 
 def solve(facts: list[Fact], seed: int = 0) -> np.ndarray:
     """Signs (+1/-1) per part id that leave exactly one standing statement in the most facts."""
-    n_parts = 1 + max(i for f in facts for p in f.parts for i in p)
-    width = max(len(f.parts) for f in facts)
-    idx = np.zeros((len(facts), width, 3), dtype=int)
-    mask = np.zeros((len(facts), width), dtype=bool)
-    for i, fact in enumerate(facts):
-        idx[i, : len(fact.parts)] = fact.parts
-        mask[i, : len(fact.parts)] = True
-
-    def misfit(signs: np.ndarray) -> int:
-        standing = ((signs[idx].prod(-1) > 0) & mask).sum(1)
-        return int(np.abs(standing - 1).sum())
-
-    rng = np.random.default_rng(seed)
-    best, best_misfit = None, math.inf
-    for _ in range(_RESTARTS):
-        signs = rng.choice([-1, 1], n_parts)
-        energy, temperature = misfit(signs), 2.0
-        for _ in range(_STEPS):
-            k = rng.integers(n_parts)
-            signs[k] *= -1
-            trial = misfit(signs)
-            if trial <= energy or rng.random() < math.exp((energy - trial) / temperature):
-                energy = trial
-            else:
-                signs[k] *= -1
-            temperature = max(0.05, temperature * 0.999)
-        if energy < best_misfit:
-            best, best_misfit = signs.copy(), energy
-        if best_misfit == 0:
-            break
-    assert best is not None
-    return best
+    rows = [p for f in facts for p in f.parts]
+    owner = np.repeat(np.arange(len(facts)), [len(f.parts) for f in facts])
+    n_parts = 1 + max(i for p in rows for i in p)
+    return solve_exactly_one(np.array(rows), owner, n_parts, STEPS, RESTARTS, seed)
 
 
 def pick_accuracy(facts: list[Fact], signs: np.ndarray) -> float:
@@ -147,26 +97,42 @@ def wilson_upper(hits: float, n: int, z: float = 1.96) -> float:
 def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(
         prog="python -m envtools.audit.sign_solver",
-        description="Learn each verdict part's sign per document; score per one-off fact.",
+        description="Learn each verdict part's sign per document; score per contested fact.",
     )
     parser.add_argument("--split", choices=tuple(SPLIT_SEED_BASE), default="heldout")
     parser.add_argument("--doc-tokens", type=cli.integer(4_000), default=16_000)
     parser.add_argument("--docs", type=cli.integer(1), default=10)
+    parser.add_argument(
+        "--contest-every-fact",
+        action="store_true",
+        help="contest every one-off fact, as fathom-docs-10 did",
+    )
+    parser.add_argument(
+        "--pool", action="store_true", help="one sign table for all the documents at once"
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     first = SPLIT_SEED_BASE[args.split]
-    scores, n = [], 0
-    for seed in range(first, first + args.docs):
-        facts = document_facts(seed, args.doc_tokens)
-        scores.append(pick_accuracy(facts, solve(facts)) * len(facts))
-        n += len(facts)
-    hits = sum(scores)
+    shared: dict[str, int] | None = {} if args.pool else None
+    per_document = [
+        document_facts(seed, args.doc_tokens, shared, args.contest_every_fact)
+        for seed in range(first, first + args.docs)
+    ]
+    if args.pool:
+        facts = [f for fs in per_document for f in fs]
+        hits = pick_accuracy(facts, solve(facts)) * len(facts)
+    else:
+        hits = sum(pick_accuracy(fs, solve(fs)) * len(fs) for fs in per_document if fs)
+    n = sum(len(fs) for fs in per_document)
+    layout = "every one-off fact contested" if args.contest_every_fact else "the question plan"
+    scope = "one table for all documents" if args.pool else "one table per document"
     print(
-        f"{args.split} {args.doc_tokens} tokens, {args.docs} documents, {n} one-off facts: "
-        f"pick accuracy {hits / n:.3f} (95% upper {wilson_upper(hits, n):.3f}; chance 1/6)"
+        f"{args.split} {args.doc_tokens} tokens, {args.docs} documents ({layout}; {scope}), "
+        f"{n} contested facts: pick accuracy {hits / n:.3f} "
+        f"(95% upper {wilson_upper(hits, n):.3f}; chance 1/6)"
     )
 
 

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from fathom_rlm.documents import Document, person_key
-from fathom_rlm.documents.grammar import RETRACTED, SPLITS
+from fathom_rlm.documents.grammar import SPLITS
 
 from envtools.audit.grammar_reader import SENTENCE, compiled_grammar
 
@@ -36,7 +36,7 @@ _WORD = re.compile(r"[a-z']+")
 
 
 def verdict_groups(doc: Document) -> list[Group]:
-    """Per one-off fact of ``doc``: the verdict after each of its statements, the true one
+    """Per contested fact of ``doc``: the verdict after each of its statements, the true one
     first, from the annotations (a retracted statement's last span is its verdict; the true
     statement's verdict is the sentence right after it)."""
 
@@ -44,10 +44,10 @@ def verdict_groups(doc: Document) -> list[Group]:
         return subject if subject.lower().startswith("the ") else person_key(subject)
 
     groups: dict[tuple[str, str], Group] = {}
-    for fact in doc.facts.values():
-        if fact.relation in RETRACTED:
-            m = SENTENCE.match(doc.text, fact.sentence[1] + 1)
-            groups[fact.relation, who(fact.subject)] = [(m.group() if m else "", True)]
+    for key in sorted(doc.world.contested.keys):
+        fact = doc.facts[key]
+        m = SENTENCE.match(doc.text, fact.sentence[1] + 1)
+        groups[fact.relation, who(fact.subject)] = [(m.group() if m else "", True)]
     for d in doc.distractors:
         if d.kind == "retracted":
             groups[d.relation, who(d.subject)].append((doc.text[slice(*d.spans[-1])], False))

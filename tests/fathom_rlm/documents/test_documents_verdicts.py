@@ -1,10 +1,10 @@
-"""Verdicts: every statement of a one-off fact is followed by its own verdict (verdicts.py).
+"""Verdicts: every statement of a contested fact is followed by its own verdict (verdicts.py).
 
 A verdict lets its statement stand when the signs of its first verb, its second verb and its
-outcome multiply to a plus. These tests check that every one-off statement has one and that it
-reads as its class, that no verdict sentence is shared between facts, that no part and no pair
-of parts carries the class on its own, and that what is learnable from `train`'s verdicts is
-worth nothing on `heldout`'s.
+outcome multiply to a plus. These tests check that every contested statement has one and that
+it reads as its class, that the other one-off facts are told once with none, that no verdict
+sentence is shared between facts, that no part and no pair of parts carries the class on its
+own, and that what is learnable from `train`'s verdicts is worth nothing on `heldout`'s.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from envtools.audit.verdict_lexicon import (
 )
 
 SHORT, LONG = 16_000, 200_000
-CORPUS_DOCS = 30  # 16K documents per split: ~41 one-off facts each, six verdicts per fact
+CORPUS_DOCS = 160  # 16K documents per split: seven contested facts each, six verdicts per fact
 SLOTS_ALL = ("who", "verb", "what", "verb2", "end")
 FEATURES = (
     "nobody", "verb1 backs", "verb2 backs", "outcome",
@@ -54,13 +54,13 @@ def long_doc():
     return generate_document(SPLIT_SEED_BASE["heldout"] + 1, LONG)
 
 
-def _one_off_statements(doc):
-    """(statement span, verdict span, stands) of every statement of a one-off fact."""
+def _contested_statements(doc):
+    """(statement span, verdict span, stands) of every statement of a contested fact."""
     out = []
-    for fact in doc.facts.values():
-        if fact.relation in RETRACTED:
-            m = SENTENCE.match(doc.text, fact.sentence[1] + 1)
-            out.append((fact.sentence, (m.start(), m.end()), True))
+    for key in doc.world.contested.keys:
+        fact = doc.facts[key]
+        m = SENTENCE.match(doc.text, fact.sentence[1] + 1)
+        out.append((fact.sentence, (m.start(), m.end()), True))
     for d in doc.distractors:
         if d.kind == "retracted":
             out.append((d.fact.sentence, d.spans[-1], False))
@@ -68,17 +68,20 @@ def _one_off_statements(doc):
 
 
 @pytest.mark.parametrize("split", SPLITS)
-def test_every_one_off_statement_is_followed_by_its_verdict(split):
-    """Right after each statement, one space on in its paragraph, a verdict of the document's
-    split that reads as its class; another split's verdict parts read nothing in it. Every
-    verdict of the text is one of these, and 16K documents hold five retracted statements per
-    one-off fact."""
+def test_every_contested_statement_is_followed_by_its_verdict(split):
+    """Right after each statement of a contested fact, one space on in its paragraph, a verdict
+    of the document's split that reads as its class; another split's verdict parts read nothing
+    in it. Every verdict of the text is one of these, each contested fact has five retracted
+    statements, and every other one-off fact is told once with no verdict after it."""
     others = tuple(s for s in SPLITS if s != split)
-    for doc in (generate_document(SPLIT_SEED_BASE[split] + i, SHORT) for i in (0, 1)):
+    for doc in (
+        generate_document(SPLIT_SEED_BASE[split] + i, n) for i, n in ((0, SHORT), (1, LONG))
+    ):
         assert retractions_per_fact(doc.world, len(doc.text)) == MAX_RETRACTED_PER_FACT
-        statements = _one_off_statements(doc)
-        one_off = sum(1 for f in doc.facts.values() if f.relation in RETRACTED)
-        assert len(statements) == one_off * (1 + MAX_RETRACTED_PER_FACT) and one_off >= 30
+        statements = _contested_statements(doc)
+        contested = doc.world.contested.keys
+        assert len(contested) == 7
+        assert len(statements) == len(contested) * (1 + MAX_RETRACTED_PER_FACT)
         for statement, verdict, stands in statements:
             assert statement[1] + 1 == verdict[0] and doc.text[statement[1]] == " "
             sentence = doc.text[slice(*verdict)]
@@ -86,6 +89,13 @@ def test_every_one_off_statement_is_followed_by_its_verdict(split):
             assert read_verdict(sentence, others) is None, sentence
         in_text = [m.group() for m in SENTENCE.finditer(doc.text)]
         assert sum(read_verdict(s) is not None for s in in_text) == len(statements)
+        plain = [f for k, f in doc.facts.items() if k[0] in RETRACTED and k not in contested]
+        assert len(plain) > len(contested)
+        for fact in plain:
+            m = SENTENCE.match(doc.text, fact.sentence[1] + 1)
+            assert m is None or read_verdict(m.group()) is None
+        retracted = [d for d in doc.distractors if d.kind == "retracted"]
+        assert len(retracted) == len(contested) * MAX_RETRACTED_PER_FACT
 
 
 def test_drawn_verdicts_read_as_drawn_and_every_sign_is_even():
@@ -125,7 +135,7 @@ def _sign_features(sign: dict[str, bool]) -> dict[str, bool]:
 
 
 def test_signs_are_even_in_each_class_of_the_documents(corpus):
-    """Counted over the verdicts of the documents (about 1,200 true statements per split):
+    """Counted over the verdicts of the documents (about 1,100 true statements per split):
     backing first verbs, backing second verbs, outcomes (against challenges) and negations
     (with their doubts) each in half of either class."""
     for split, docs in corpus.items():
@@ -138,16 +148,12 @@ def test_signs_are_even_in_each_class_of_the_documents(corpus):
 
 
 def test_no_verdict_sentence_recurs_within_a_document(corpus, long_doc):
-    """No verdict follows more than a handful of statements: the most frequent verdict after the
-    true statements of a document stands after a tiny share of them, at 16K and at 200K (a
-    verdict shared by every true statement would answer every one-off question at once)."""
+    """No verdict sentence follows two statements of a document, at 16K or at 200K (a verdict
+    shared by every true statement would answer every contested question at once)."""
     for doc in [*corpus["train"][:10], *corpus["heldout"][:10], long_doc]:
         groups = verdict_groups(doc)
         every = Counter(v for g in groups for v, _ in g)
-        after_true = Counter(g[0][0] for g in groups)
-        assert max(every.values()) <= 2
-        assert max(after_true.values()) / len(groups) <= 0.05, (doc.seed, len(doc.text))
-    assert len(verdict_groups(long_doc)) > 200
+        assert len(groups) == 7 and max(every.values()) == 1, (doc.seed, len(doc.text))
 
 
 def _sign_words(split: str) -> list[str]:

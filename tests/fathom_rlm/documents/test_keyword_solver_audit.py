@@ -4,18 +4,16 @@ the first held-out questions at 16K tokens.
 
 The bar is the code-only adversary's: at most 0.30 correct on every family the solver answers
 that needs reading (every family but the ID lookup), and a verdict attack picks the true
-statement of at most 0.30 of the one-off facts (one in six is chance). The full measurement
-(1,000 and more held-out questions at 16K and 200K, with 95% intervals) is in
+statement of at most 0.30 of the contested facts (one in six is chance). The full measurement
+(1,000 held-out questions at 16K and 200K, with 95% intervals) is in
 environments/fathom_rlm/docs/reward_audit.md (`uv run python -m
 envtools.policies.fathom.verdict_audit --split heldout --n 1000 --doc-tokens 16000`).
 
 Each attack is also run where it must win, so that a broken attack cannot pass for a strong
 environment: the lexicon on the `train` documents it was fitted on, the one-pick rules on
-documents whose true verdicts were made rarer, or given a part of their own.
-
-The sign-system attack is open: it finds every verb's and outcome's sign per document and reads
-every verdict (reward_audit.md, "Sign system"). Its bar test is an expected failure, strict, so
-that it fails the day the generator closes the attack and the page must be rewritten.
+documents whose true verdicts were made rarer, or given a part of their own, and the two sign
+searches on documents that contest every one-off fact (the `fathom-docs-10` layout), where
+they read nearly every verdict.
 """
 
 from __future__ import annotations
@@ -27,9 +25,13 @@ from fathom_rlm.documents.tasks.intent import READING_FAMILIES
 
 from envtools.audit.grammar_reader import read_verdict
 from envtools.policies.fathom import position_tell, value_tells, verdict_audit
+from envtools.policies.fathom.keyword_solver import Text
 from envtools.policies.fathom.verdict_attacks import (
+    GroupSignRater,
     OnePickRater,
+    SignSystemRater,
     document_picks,
+    pick_share,
     verdicts_of,
 )
 from envtools.policies.fathom.verdict_text import documents, labelled_groups
@@ -37,8 +39,8 @@ from envtools.policies.fathom.verdict_text import documents, labelled_groups
 pytestmark = [pytest.mark.reward_audit, pytest.mark.xdist_group("test_keyword_solver_audit")]
 
 TOKENS = 16_000
-TRAIN_DOCS = 20
-HELDOUT_QUESTIONS = 200
+TRAIN_DOCS = 60
+HELDOUT_QUESTIONS = 300
 BAR = 0.30
 
 
@@ -71,19 +73,19 @@ def test_verdicts_are_found_by_their_shape(split):
     ((document, doc),) = documents(split, 1, TOKENS)
     found = verdicts_of(doc)
     read = {i - 1 for i, (_, s) in enumerate(doc.sentences) if read_verdict(s) is not None}
-    assert len(found) > 100 and set(found) == read
+    assert len(found) == 6 * len(document.world.contested.keys) and set(found) == read
     truth = {i: true for g in labelled_groups(document, doc) for i, true in g}
     assert set(truth) == set(found)
 
 
 def test_keyword_solver_is_a_real_attack(heldout):
-    """The solver answers from the text: single-hop questions right clearly more often than the
-    blind baseline (0.07 at 16K, docs/questions.md), so the bars below are not vacuous."""
+    """The solver answers from the text: the state questions (no verdict to read) right clearly
+    more often than never, so the bars below are not vacuous."""
     assert set(READING_FAMILIES) <= set(heldout["keyword"])
-    assert heldout["keyword"]["single_hop"]["correct"] >= 0.12, heldout["keyword"]
+    assert heldout["keyword"]["temporal"]["correct"] >= 0.08, heldout["keyword"]
 
 
-@pytest.mark.parametrize("attack", ["keyword", "lexicon", "one-pick"])
+@pytest.mark.parametrize("attack", verdict_audit.ATTACKS)
 def test_code_only_attack_stays_below_the_bar_on_reading_families(heldout, attack):
     """Every family that needs its text read, whatever its depth label."""
     rows = heldout[attack]
@@ -91,10 +93,10 @@ def test_code_only_attack_stays_below_the_bar_on_reading_families(heldout, attac
     assert not _over_the_bar(rows), rows
 
 
-@pytest.mark.parametrize("attack", ["lexicon", "one-pick"])
+@pytest.mark.parametrize("attack", ["lexicon", "one-pick", "sign-system", "sign-groups"])
 def test_verdict_attack_picks_the_truth_about_one_time_in_six(heldout, attack):
     pick = heldout[attack]["pick"]
-    assert pick["facts"] >= 500, pick
+    assert pick["facts"] >= 200, pick
     assert pick["share"] <= BAR, pick
 
 
@@ -120,8 +122,18 @@ def _rewritten(pair, rewrite) -> dict:
 
 
 @pytest.fixture(scope="module")
-def heldout_docs():
-    return documents("heldout", 5, TOKENS)
+def every_fact_contested():
+    """Held-out 16K documents with every one-off fact contested (about 40 each): where the
+    per-document rules have enough facts to find their decision."""
+    from fathom_rlm.documents import generate_document, split_seeds
+
+    return [
+        (document, Text(document.text))
+        for document in (
+            generate_document(seed, TOKENS, contest_every_fact=True)
+            for seed in split_seeds("heldout", 30)
+        )
+    ]
 
 
 def _picked(rule: str, docs, rewrite) -> float:
@@ -134,7 +146,7 @@ def _picked(rule: str, docs, rewrite) -> float:
     return total / n
 
 
-def test_one_pick_finds_the_truth_when_its_verdicts_are_rarer(heldout_docs):
+def test_one_pick_finds_the_truth_when_its_verdicts_are_rarer(every_fact_contested):
     """The counting rules work: with one stock verdict per false statement's rank (the
     `fathom-docs-9` design) and a fresh one for each true statement, the rarest sentence is
     the truth's."""
@@ -142,36 +154,34 @@ def test_one_pick_finds_the_truth_when_its_verdicts_are_rarer(heldout_docs):
     def rewrite(v, true, k):
         return dataclasses.replace(v, sentence=f"fresh {v.statement}" if true else f"stock {k}")
 
-    assert _picked("rarest sentence", heldout_docs, rewrite) >= 0.95
+    assert _picked("rarest sentence", every_fact_contested[:5], rewrite) >= 0.95
 
 
-def test_one_pick_finds_a_part_that_means_stands(heldout_docs):
+def test_one_pick_finds_a_part_that_means_stands(every_fact_contested):
     """The part rule works: when the true statements' verdicts alone end in one outcome, the
     document's one decision finds it from the subject groups code forms."""
 
     def rewrite(v, true, k):
         return dataclasses.replace(v, outcome="vindication") if true else v
 
-    assert _picked("one part", heldout_docs, rewrite) >= 0.9
+    assert _picked("one part", every_fact_contested[:5], rewrite) >= 0.9
 
 
 def test_one_decision_settles_few_questions(heldout):
-    """No verdict sentence or triple settles more than a few questions of a document, while
-    several of its questions rest on one-off statements (a shared verdict settled them all)."""
+    """No verdict sentence or triple settles more than one question of a document (a contested
+    fact serves one question), while several of its questions rest on contested statements (a
+    shared verdict would settle them all)."""
     settled = heldout["settled"]
-    assert settled["sentence"]["max"] <= 3 and settled["triple"]["max"] <= 3, settled
+    assert settled["sentence"]["max"] == 1 and settled["triple"]["max"] == 1, settled
     assert settled["one_off"]["mean"] >= 3, settled
 
 
-def test_sign_system_reads_every_verdict(heldout):
-    """The open attack is real: per document, the signs under which the fewest verdicts stand
-    are the generator's, so it picks the truth of (nearly) every fact."""
-    assert heldout["sign-system"]["pick"]["share"] >= 0.95, heldout["sign-system"]
-
-
-@pytest.mark.xfail(strict=True, reason="open: the sign-system attack (reward_audit.md)")
-def test_sign_system_stays_below_the_bar_on_reading_families(heldout):
-    assert not _over_the_bar(heldout["sign-system"]), heldout["sign-system"]
+@pytest.mark.parametrize("rater", [SignSystemRater(), GroupSignRater()], ids=lambda r: r.name)
+def test_sign_searches_read_the_verdicts_when_every_fact_is_contested(every_fact_contested, rater):
+    """The sign searches are real attacks: on documents that contest every one-off fact they
+    find the verbs' and outcomes' signs and pick the truth of most facts. The question plan
+    (seven contested facts) is what keeps them at chance above."""
+    assert pick_share(rater, every_fact_contested) >= 0.6
 
 
 def test_years_beside_a_name_do_not_tell_the_true_statements():
@@ -180,8 +190,8 @@ def test_years_beside_a_name_do_not_tell_the_true_statements():
     `fathom-docs-7` whose ordinary negatives put a false birth year 1-9 years before the true
     one it picked the truth in 0.76 of held-out documents; now it must stay near one in six."""
     rule = value_tells.learn_rule(TOKENS)
-    found = value_tells.pick_rate("heldout", TOKENS, rule, docs=40)
-    assert found["facts"] >= 400, found
+    found = value_tells.pick_rate("heldout", TOKENS, rule, docs=120)
+    assert found["facts"] >= 500, found
     assert found["pick"] <= 0.25, found
 
 
@@ -189,7 +199,7 @@ def test_where_a_statement_sits_in_its_chapter_does_not_tell_the_true_one():
     """The position tell (`position_tell`): under `fathom-docs-7` true one-off statements kept
     story order among the chapter's needles and sat later than the retracted ones. Now the gap
     must be within noise and neither direction may pick the truth much above one time in six."""
-    found = position_tell.position_gap("heldout", TOKENS, docs=100)
+    found = position_tell.position_gap("heldout", TOKENS, docs=450)
     assert found["facts"] >= 3000, found
     assert abs(found["gap"]) < 3 * found["se"], found
     assert max(found["latest"], found["earliest"]) <= 0.25, found

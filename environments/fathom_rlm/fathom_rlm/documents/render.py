@@ -51,26 +51,27 @@ class RenderResult:
 
 # Average unit lengths in characters (measured on generated documents): they size a document's
 # retracted statements and reserve each chapter's room before any of it is written.
-_NEEDLE_CHARS, _ONE_OFF_CHARS, _INTRO_CHARS, _RETRACTED_CHARS = 80, 175, 65, 175
+_NEEDLE_CHARS, _CONTESTED_CHARS, _INTRO_CHARS, _RETRACTED_CHARS = 80, 175, 65, 175
 MAX_RETRACTED_PER_FACT = 5
 MANDATORY_SHARE = 0.9  # needles, alias introductions and retracted statements: the rest filler
 
 
 def retractions_per_fact(world: World, doc_chars: int) -> int:
-    """Retracted statements per one-off fact: five, or fewer (at least one) when needles and
+    """Retracted statements per contested fact: five, or fewer (at least one) when needles and
     retractions would fill more than ``MANDATORY_SHARE`` of a short document."""
-    one_off = sum(1 for e in world.events if e.kind in RETRACTED)
-    room = MANDATORY_SHARE * doc_chars - _needle_chars(world.events, 0)
+    contested = len(world.contested.keys)
+    room = MANDATORY_SHARE * doc_chars - _needle_chars(world, world.events, 0)
     room -= sum(1 for p in world.people if p.alias) * _INTRO_CHARS
-    fits = int(room // max(1, one_off * _RETRACTED_CHARS))
+    fits = int(room // max(1, contested * _RETRACTED_CHARS))
     return max(1, min(MAX_RETRACTED_PER_FACT, fits))
 
 
-def _needle_chars(events: list[Event], per_fact: int) -> int:
-    """Estimated length of the needles of ``events`` with ``per_fact`` retractions each."""
-    one_off = sum(1 for e in events if e.kind in RETRACTED)
-    plain = (len(events) - one_off) * _NEEDLE_CHARS
-    return plain + one_off * (_ONE_OFF_CHARS + per_fact * _RETRACTED_CHARS)
+def _needle_chars(world: World, events: list[Event], per_fact: int) -> int:
+    """Estimated length of the needles of ``events`` with ``per_fact`` retractions for each
+    contested fact."""
+    contested = sum(1 for e in events if e.key in world.contested.keys)
+    plain = (len(events) - contested) * _NEEDLE_CHARS
+    return plain + contested * (_CONTESTED_CHARS + per_fact * _RETRACTED_CHARS)
 
 
 class Renderer(Narrator):
@@ -86,6 +87,7 @@ class Renderer(Narrator):
         fns = filler_functions(self, split)
         self.filler_fns: list[Callable[[], str | None]] = [fns[k] for k in kinds]
         self.distractors = DistractorMaker(self)
+        self.contested = world.contested.keys
 
     # ------------------------------------------------------------------------------ needles
     def needle(self, ev: Event) -> Unit:
@@ -107,7 +109,7 @@ class Renderer(Narrator):
         self.with_subject(unit, slot, sid, ref, sentence)
         for other in refs:
             unit.remote.extend(other.remote)
-        if relation in RETRACTED:
+        if ev.key in self.contested:
             # Its retracted false statements are each followed by a verdict of their own, and so
             # is the true one: a verdict that lets it stand (verdicts.py).
             unit.text += " " + self.verdict(stands=True)
@@ -179,7 +181,7 @@ class Renderer(Narrator):
         self.per_fact = retractions_per_fact(w, doc_chars)
         self.alternatives, self.stated = draw_alternatives(w, self.rnd, self.per_fact)
         reserved = [
-            _needle_chars(evs, self.per_fact) + len(intros) * _INTRO_CHARS
+            _needle_chars(w, evs, self.per_fact) + len(intros) * _INTRO_CHARS
             for evs, intros in zip(by_chapter, intros_at, strict=True)
         ]
         out = RenderResult("", [], {}, {}, {}, [])
@@ -224,7 +226,7 @@ class Renderer(Narrator):
         # where the chapter would hold less than a tenth filler, so its length stays on budget.
         room = int(budget * 0.9) - used
         for e in evs:
-            if e.kind in RETRACTED:
+            if e.key in self.contested:
                 for k in range(self.per_fact):
                     others.append(self.distractors.retracted(e.kind, e.subject, k))
                     used += len(others[-1].text) + 1

@@ -12,7 +12,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
+Key = tuple[str, int, int]  # (relation, subject id, index in its history): one fact
 CHAPTER_TOKENS = 1500  # one chapter fits comfortably inside one ~3K-token sub-call slice
 
 ROLES = (
@@ -150,8 +152,53 @@ class Event:
         return int(self.time)
 
     @property
-    def key(self) -> tuple[str, int, int]:
+    def key(self) -> Key:
         return (self.kind, self.subject, self.index)
+
+
+# A chain's letters: A = maker of an object, F = founder of an organisation, M = teacher,
+# B = birthplace, Y = birth year; a chain starting with M starts from a person.
+CHAIN_RELATIONS = {
+    "AB": "maker_birthplace",
+    "AM": "maker_mentor",
+    "AMB": "maker_mentor_birthplace",
+    "FB": "founder_birthplace",
+    "FM": "founder_mentor",
+    "MB": "mentor_birthplace",
+    "MY": "mentor_birth_year",
+}
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A multi_hop question's path: its letters, where it starts, and the fact of each hop."""
+
+    letters: str
+    start: int  # artefact id (A), organisation id (F) or person id (M)
+    hops: tuple[Key, ...]
+
+    @property
+    def relation(self) -> str:
+        return CHAIN_RELATIONS[self.letters]
+
+
+@dataclass(frozen=True)
+class Contested:
+    """A document's question plan (contested.py): what each family may ask, and so which
+    one-off facts the text contests."""
+
+    singles: tuple[Key, ...] = ()  # single_hop: one fact each
+    chains: tuple[Chain, ...] = ()  # multi_hop
+    pairs: tuple[tuple[Key, Key], ...] = ()  # comparison: two birth or two founding years
+
+    @cached_property
+    def keys(self) -> frozenset[Key]:
+        """Every contested fact."""
+        out = set(self.singles)
+        out.update(chain.hops[-1] for chain in self.chains)
+        for pair in self.pairs:
+            out.update(pair)
+        return frozenset(out)
 
 
 @dataclass
@@ -170,6 +217,7 @@ class World:
     namesake_family: dict[int, str] = field(default_factory=dict)
     namesake_art_root: dict[int, str] = field(default_factory=dict)
     namesake_org_root: dict[int, str] = field(default_factory=dict)
+    contested: Contested = field(default_factory=lambda: Contested())
 
     def date_text(self, chapter: int) -> str:
         year, month = self.chapter_dates[chapter]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import random
 
-from .grammar import RETRACTED
+from .contested import plan_contested
 from .grammar_tables import EPITHET_ADJECTIVES, EPITHET_NOUNS
 from .names import NameGrammar
 from .world import (
@@ -30,9 +30,6 @@ from .world import (
 )
 
 _ID_LETTERS = "BCDFGHJKLMNPQRSTVWXZ"
-# One-off facts told in one chapter at most: with their retracted statements and verdicts (about
-# 1,050 characters each) the chapter stays inside a sub-call's 3K-token slice.
-MAX_ONE_OFF_PER_CHAPTER = 7
 
 
 def _id_token(rng: random.Random, taken: set[str]) -> str:
@@ -87,7 +84,6 @@ def build_world(seed: int, doc_tokens: int, rng: random.Random) -> World:
     _employment(rng, people, n_orgs, n_ch, events)
     arts = _artefacts(rng, names, people, n_arts, n_ch, ids_taken, events)
     _give_epithets(rng, people)
-    _spread_one_off(events, people, n_ch)
     # Ties in time are broken by kind and ids so the order never depends on anything else.
     events.sort(key=lambda e: (e.time, e.kind, e.subject, e.index))
     world = World(
@@ -102,6 +98,7 @@ def build_world(seed: int, doc_tokens: int, rng: random.Random) -> World:
         events=events,
     )
     _add_namesakes(names, world)
+    world.contested = plan_contested(world, doc_tokens, rng)
     return world
 
 
@@ -331,33 +328,6 @@ def _add_namesakes(names: NameGrammar, world: World) -> None:
         root = names.near_miss(g.root)
         if root is not None:
             world.namesake_org_root[g.id] = root
-
-
-def _spread_one_off(events: list[Event], people: list[Person], n_ch: int) -> None:
-    """Move one-off events out of chapters that hold more than ``MAX_ONE_OFF_PER_CHAPTER`` into
-    the next chapters with room (else the earliest after the event's own start), keeping each
-    event's place within its chapter. Each one-off fact brings its retracted statements and six
-    verdicts, so a crowded chapter would outgrow a sub-call's slice. No draw is made."""
-    one_off = sorted(
-        (e for e in events if e.kind in RETRACTED), key=lambda e: (e.time, e.kind, e.subject)
-    )
-    counts = [0] * n_ch
-    cast_in = _cast_in(people)
-    moved: dict[int, float] = {}
-    for e in one_off:
-        if counts[e.chapter] < MAX_ONE_OFF_PER_CHAPTER:
-            counts[e.chapter] += 1
-            continue
-        start = people[e.subject].intro if e.kind == "birth" else 0.0
-        start = cast_in if e.kind in ("mentor", "maker", "founding") else start
-        later = [c for c in range(e.chapter + 1, n_ch) if counts[c] < MAX_ONE_OFF_PER_CHAPTER]
-        earlier = [c for c in range(int(start), e.chapter) if counts[c] < MAX_ONE_OFF_PER_CHAPTER]
-        target = (later or earlier or [e.chapter])[0]
-        counts[target] += 1
-        moved[id(e)] = max(start, target + (e.time - e.chapter))
-    for i, e in enumerate(events):
-        if id(e) in moved:
-            events[i] = Event(moved[id(e)], e.kind, e.subject, e.index)
 
 
 def _cast_in(people: list[Person]) -> float:

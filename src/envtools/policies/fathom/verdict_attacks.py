@@ -23,6 +23,8 @@ other question is the keyword solver's.
   alone: a split has as many backing verbs as rejecting ones and as many outcomes as challenges
   (read off `train`), and five statements of six are false, so the signs under which the fewest
   verdicts stand are searched for (swaps that keep the halves even, from random starts).
+* `GroupSignRater`: the same search with the stronger constraint, exactly one standing
+  statement per fact, the facts grouped from the text by subject (`statement_groups`).
 
 Nothing of the evaluated split but its text is read; `verdict_audit.py` measures them.
 """
@@ -169,6 +171,65 @@ class SignSystemRater:
         v, o = fit_signs(triples, sizes, restarts=self.restarts, confirm=self.confirm)
         product = v[triples[:, 0]] * v[triples[:, 1]] * o[triples[:, 2]]
         return {k: float(p) for k, p in zip(keys, product, strict=True)}
+
+
+@dataclass
+class GroupSignRater:
+    """Per document, the verb and outcome signs under which each fact's statements (grouped
+    from the text, `statement_groups`) have exactly one standing: simulated annealing over the
+    signs from random starts, the table that fits the most groups kept."""
+
+    steps: int = 6000
+    restarts: int = 8
+    seed: int = 0
+    name: str = "sign-groups"
+
+    def ratings(self, doc: Text, verdicts: dict[int, Verdict]) -> Ratings:
+        groups = [g for g in statement_groups(doc, verdicts) if len(g) > 1]
+        if not groups:
+            return {}
+        keys = [k for g in groups for k in g]
+        triples, verbs, outcomes = _index([verdicts[k] for k in keys])
+        ids = np.concatenate([triples[:, :2], triples[:, 2:] + len(verbs)], axis=1)
+        owner = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+        signs = solve_exactly_one(
+            ids, owner, len(verbs) + len(outcomes), self.steps, self.restarts, self.seed
+        )
+        product = signs[ids].prod(axis=1)
+        return {k: float(p) for k, p in zip(keys, product, strict=True)}
+
+
+def solve_exactly_one(
+    ids: np.ndarray, owner: np.ndarray, n_parts: int, steps: int, restarts: int, seed: int
+) -> np.ndarray:
+    """Signs of ``n_parts`` parts such that, in the most groups, exactly one row stands (the
+    product of the signs of its parts ``ids`` is a plus); ``owner`` is each row's group."""
+    rng = np.random.default_rng(seed)
+    n_groups = int(owner.max()) + 1
+
+    def misfit(signs: np.ndarray) -> int:
+        standing = np.bincount(owner, signs[ids].prod(axis=1) > 0, minlength=n_groups)
+        return int(np.abs(standing - 1).sum())
+
+    best, best_misfit = None, math.inf
+    for _ in range(restarts):
+        signs = rng.choice(np.array([-1, 1]), n_parts)
+        energy, temperature = misfit(signs), 2.0
+        for _ in range(steps):
+            k = rng.integers(n_parts)
+            signs[k] *= -1
+            trial = misfit(signs)
+            if trial <= energy or rng.random() < math.exp((energy - trial) / temperature):
+                energy = trial
+            else:
+                signs[k] *= -1
+            temperature = max(0.05, temperature * 0.999)
+        if energy < best_misfit:
+            best, best_misfit = signs.copy(), energy
+        if best_misfit == 0:
+            break
+    assert best is not None
+    return best
 
 
 @dataclass

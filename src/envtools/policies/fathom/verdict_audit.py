@@ -35,6 +35,7 @@ from envtools.policies.fathom.keyword_solver import KeywordSolver, Text, WordWei
 from envtools.policies.fathom.verdict_attacks import (
     COUNT_KEYS,
     ONE_PICK_RULES,
+    GroupSignRater,
     OnePickRater,
     Rater,
     SignSystemRater,
@@ -52,8 +53,8 @@ if TYPE_CHECKING:
 
 TRAIN_DOCS = 30
 KEYWORD_ROWS = 500
-ATTACKS = ("keyword", "lexicon", "one-pick", "sign-system")
-"""The keyword solver alone (no verdict read), then the three verdict attacks."""
+ATTACKS = ("keyword", "lexicon", "one-pick", "sign-system", "sign-groups")
+"""The keyword solver alone (no verdict read), then the four verdict attacks."""
 RELATION_FIRST = frozenset({"lexicon", "one-pick"})
 """The attacks whose solver puts the statements that read as the asked relation first
 (`VerdictSolver`): on the first 300 held-out questions at 16K that variant scores higher for
@@ -108,6 +109,7 @@ def fit(doc_tokens: int, train_docs: int = TRAIN_DOCS, rules: Iterable[str] = ()
     raters: dict[str, Rater] = {"lexicon": lexicon, "one-pick": one_pick}
     raters.update({f"one-pick ({rule})": OnePickRater(rule) for rule in rules})
     raters["sign-system"] = SignSystemRater()
+    raters["sign-groups"] = GroupSignRater()
     return Fitted(model, raters, notes)
 
 

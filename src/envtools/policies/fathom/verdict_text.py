@@ -15,6 +15,7 @@ attack reads it on the split it is evaluated on.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 VERDICT_SHAPE = re.compile(r"[A-Z][^;]*; [^,;]+, [^;,]+ ([a-z]+) the ([a-z]+)\.")
 """A whole verdict sentence: the second verb and the outcome are its two groups."""
 _WORD = re.compile(r"[a-z']+")
+# Words that sit before "the" inside the first ruling's subject ("Not one of the elders").
+_NOT_VERBS = frozenset({"of", "at", "in", "nor", "neither", "what"})
 # Mentions, overlapping ("The Modae Circle" holds "The Modae" and "Modae Circle").
 _MENTION = re.compile(
     r"(?=\b(?:[Tt]he ([A-Z][a-z]+ [A-Z][a-z]+(?: [A-Z][a-z]+)?)\b"
@@ -61,9 +64,20 @@ class Verdict:
         return _WORD.findall(self.sentence.lower())
 
 
+def first_verb(first_ruling: str) -> str | None:
+    """The first ruling's verb: the word right before its object ("the ...", "that ...",
+    "what ..."), skipping words that sit inside the ruling's subject."""
+    words = first_ruling.split()
+    for here, after in itertools.pairwise(words[1:]):
+        if after in ("the", "that", "what") and here.lower() not in _NOT_VERBS:
+            return here
+    return None
+
+
 def find_verdicts(doc: Text) -> dict[int, Verdict]:
     """Statement index -> the verdict after it in its paragraph, for every verdict-shaped
-    sentence whose first clause holds one of the document's verdict verbs."""
+    sentence: its first verb is the first of the document's second-slot verbs in its first
+    clause, else the word before the first clause's object (`first_verb`)."""
     shaped: list[tuple[int, str, re.Match[str]]] = []
     for i, (_, sentence) in enumerate(doc.sentences):
         m = VERDICT_SHAPE.fullmatch(sentence)
@@ -74,6 +88,7 @@ def find_verdicts(doc: Text) -> dict[int, Verdict]:
     for i, sentence, m in shaped:
         first_clause = _WORD.findall(sentence.split(";", 1)[0].lower())[1:]
         first = next((w for w in first_clause if w in verbs), None)
+        first = first or first_verb(sentence.split(";", 1)[0])
         if first is not None:
             out[i - 1] = Verdict(sentence, i - 1, first, m.group(1), m.group(2))
     return out
@@ -142,11 +157,10 @@ def sentence_starts(doc: Text) -> dict[int, int]:
 
 
 def labelled_groups(document: Document, doc: Text) -> list[list[tuple[int, bool]]]:
-    """Per one-off fact of ``document``: (sentence index, is true) of its true statement and of
+    """Per contested fact of ``document``: (sentence index, is true) of its true statement and of
     each retracted one, read from the generator's annotations (for `train` and for checks
     after the fact only). Facts whose true statement the text does not hold are left out."""
     from fathom_rlm.documents.facts import person_key
-    from fathom_rlm.documents.grammar import RETRACTED
 
     def key(relation: str, subject: str) -> tuple[str, str]:
         person = relation in ("birth", "mentor")
@@ -154,8 +168,8 @@ def labelled_groups(document: Document, doc: Text) -> list[list[tuple[int, bool]
 
     starts = sentence_starts(doc)
     groups: dict[tuple[str, str], list[tuple[int, bool]]] = defaultdict(list)
-    for fact in document.facts.values():
-        if fact.relation in RETRACTED and fact.sentence[0] in starts:
+    for fact in (document.facts[k] for k in sorted(document.world.contested.keys)):
+        if fact.sentence[0] in starts:
             groups[key(fact.relation, fact.subject)].append((starts[fact.sentence[0]], True))
     for d in document.distractors:
         if d.kind == "retracted" and len(d.spans) >= 2 and d.spans[-2][0] in starts:

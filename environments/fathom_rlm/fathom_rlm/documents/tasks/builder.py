@@ -5,14 +5,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from ..contested import MULTI_HOP_GAP_TOKENS, prominent_names
 from ..document import Document
 from ..seeds import split_of_seed
-from ..world import Person, World
+from ..world import Person
 from .core import Evidence, Task, name_words, normalize_answer
 from .intent import intent_from_slots
 from .wordings import ORDINALS, RELATIONS, TIMES
-
-MULTI_HOP_GAP_TOKENS = 20_000  # hops at least this far apart (or a quarter of a short doc)
 
 
 def person_forms(p: Person) -> tuple[str, ...]:
@@ -21,26 +20,6 @@ def person_forms(p: Person) -> tuple[str, ...]:
 
 def pick(rng: random.Random, seq):
     return seq[int(rng.random() * len(seq))]
-
-
-def prominent_names(world: World) -> frozenset[str]:
-    """The place and the organisation that most of the story happens around (longest total
-    residence / employment). A blind guesser would answer with these, so questions whose gold is
-    one of them are thinned out (as OOLONG resamples labels so the majority cannot be guessed)."""
-    end = float(world.n_chapters)
-    stay = [0.0] * len(world.places)
-    for p in world.people:
-        for i, (t, pl) in enumerate(p.residence):
-            nxt = p.residence[i + 1][0] if i + 1 < len(p.residence) else end
-            stay[pl] += nxt - t
-    work = [0.0] * len(world.organisations)
-    for p in world.people:
-        for i, (t, g, _) in enumerate(p.employment):
-            nxt = p.employment[i + 1][0] if i + 1 < len(p.employment) else end
-            work[g] += nxt - t
-    top_place = max(range(len(stay)), key=lambda i: (stay[i], -i))
-    top_org = max(range(len(work)), key=lambda i: (work[i], -i))
-    return frozenset({world.places[top_place].name, world.organisations[top_org].name})
 
 
 class TaskBuilder:
@@ -57,6 +36,8 @@ class TaskBuilder:
         self.rejections: dict[str, int] = {}
         self.prominent = prominent_names(self.w)
         self.arrivals: Any = None  # counting.ArrivalIndex, built on the first count question
+        # Items of the world's question plan already asked: a contested fact serves one question.
+        self.asked: set[object] = set()
 
     def reject(self, reason: str) -> None:
         self.rejections[reason] = self.rejections.get(reason, 0) + 1
@@ -73,6 +54,9 @@ class TaskBuilder:
             if fact is None:
                 return None
             support = () if sentence_only else tuple(fact.spans[:-1])
+            verdict = self.doc.verdicts.get(key)
+            if verdict is not None and not sentence_only:
+                support += (verdict,)  # a contested statement stands only by its verdict
             return Evidence(fact.spans[-1], tuple(groups), support)
         span = self.doc.spans.get(key)  # documents without fact annotations: one span per fact
         return None if span is None else Evidence(span, tuple(groups))

@@ -73,10 +73,11 @@ def _stem(word: str) -> str:
 
 @dataclass(frozen=True)
 class Evidence:
-    """One fact a question rests on: the sentence stating it (``span``), the spans that name its
-    subject when the sentence does not (a pronoun's antecedent, an alias's introduction; empty
-    when the sentence names it), and what the fact's text must contain: every group of
-    ``required`` needs one of its strings somewhere in ``support`` or ``span``."""
+    """One fact a question rests on: the sentence stating it (``span``), the other spans it needs
+    to be read right (``support``: a pronoun's antecedent, an alias's introduction, and for a
+    contested fact the verdict after it; empty for a plain statement that names its subject),
+    and what the fact's text must contain: every group of ``required`` needs one of its strings
+    somewhere in ``support`` or ``span``."""
 
     span: tuple[int, int]
     required: tuple[tuple[str, ...], ...]
@@ -84,7 +85,8 @@ class Evidence:
 
     @property
     def spans(self) -> tuple[tuple[int, int], ...]:
-        return (*self.support, self.span)
+        """Every span of the fact, in text order."""
+        return tuple(sorted((*self.support, self.span)))
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,9 @@ class Task:
     # Character range [start, end) of the text the question asks about as a whole (the counted
     # chapters of an aggregation); None when the answer rests on the supporting spans alone.
     region: tuple[int, int] | None = None
+    # The item of the world's question plan this task asks (contested.py), if any: a contested
+    # fact serves one question of its document. Not part of the row.
+    plan_item: object = None
 
     @property
     def family(self) -> str:
@@ -129,7 +134,7 @@ class Task:
 
 
 def row_spans(evidence: tuple[Evidence, ...]) -> list[tuple[int, int]]:
-    """Every span of every fact, in evidence order (support before its sentence), once each."""
+    """Every span of every fact, in evidence order (each fact's in text order), once each."""
     out: list[tuple[int, int]] = []
     for ev in evidence:
         for span in ev.spans:

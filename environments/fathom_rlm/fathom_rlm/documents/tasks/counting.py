@@ -18,6 +18,7 @@ from being guessed off the question:
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from ..filler_tables import NUMBER_WORDS
 from .builder import TaskBuilder, person_forms, pick
@@ -137,35 +138,42 @@ def aggregation(b: TaskBuilder, rng: random.Random, target: int) -> Task | None:
 
 
 def comparison(b: TaskBuilder, rng: random.Random) -> Task | None:
-    w = b.w
+    """Two contested years of the world's question plan: birth years or founding years."""
+    todo = [item for item in b.w.contested.pairs if item not in b.asked]
+    if not todo:
+        return None
+    item = pick(rng, todo)
+    (kind, i, _), (_, j, _) = item
     r = rng.random()
-    if r < 0.7:
-        p, q = pick(rng, w.people), pick(rng, w.people)
-        if p.id == q.id or p.birth_year == q.birth_year:
-            return None
+    if kind == "birth":
+        relation = (
+            "older_birth_year" if r < 0.35 else "younger_birth_year" if r < 0.65 else "age_gap"
+        )
+    else:
+        relation = "older_org_year" if r < 0.5 else "org_year_gap"
+    w = b.w
+    if kind == "birth":
+        p, q = w.people[i], w.people[j]
         evidence = [
             b.ev(("birth", p.id, 0), person_forms(p), (str(p.birth_year),)),
             b.ev(("birth", q.id, 0), person_forms(q), (str(q.birth_year),)),
         ]
-        slots = {"person": p, "person2": q.name}
+        slots: dict[str, object] = {"person": p, "person2": q.name}
         years = sorted((p.birth_year, q.birth_year))
-        if r < 0.25:
-            return b.task(rng, "older_birth_year", slots, (str(years[0]), ()), evidence)
-        if r < 0.45:
-            return b.task(rng, "younger_birth_year", slots, (str(years[1]), ()), evidence)
-        return b.task(rng, "age_gap", slots, _number(years[1] - years[0]), evidence)
-    g, h = pick(rng, w.organisations), pick(rng, w.organisations)
-    if g.id == h.id or g.founded_year == h.founded_year:
-        return None
-    evidence = [
-        b.ev(("founding", g.id, 0), (g.name,), (str(g.founded_year),)),
-        b.ev(("founding", h.id, 0), (h.name,), (str(h.founded_year),)),
-    ]
-    slots = {"org": g.name, "org2": h.name}
-    years = sorted((g.founded_year, h.founded_year))
-    if r < 0.85:
-        return b.task(rng, "older_org_year", slots, (str(years[0]), ()), evidence)
-    return b.task(rng, "org_year_gap", slots, _number(years[1] - years[0]), evidence)
+    else:
+        g, h = w.organisations[i], w.organisations[j]
+        evidence = [
+            b.ev(("founding", g.id, 0), (g.name,), (str(g.founded_year),)),
+            b.ev(("founding", h.id, 0), (h.name,), (str(h.founded_year),)),
+        ]
+        slots = {"org": g.name, "org2": h.name}
+        years = sorted((g.founded_year, h.founded_year))
+    if relation in ("age_gap", "org_year_gap"):
+        answer = _number(years[1] - years[0])
+    else:
+        answer = (str(years[1] if relation == "younger_birth_year" else years[0]), ())
+    task = b.task(rng, relation, slots, answer, evidence)
+    return None if task is None else replace(task, plan_item=item)
 
 
 _NUMBER_WORDS = (*NUMBER_WORDS, "thirteen", "fourteen", "fifteen", "sixteen")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 
 from .builder import TaskBuilder, person_forms, pick
 from .core import Task
@@ -25,78 +26,89 @@ def exact_id(b: TaskBuilder, rng: random.Random) -> Task | None:
     return b.task(rng, relation, {"token": token}, answer, [e], gold)
 
 
+def _unasked(b: TaskBuilder, items: tuple) -> list:
+    return [item for item in items if item not in b.asked]
+
+
 def single_hop(b: TaskBuilder, rng: random.Random) -> Task | None:
+    """One contested fact of the world's question plan (contested.py)."""
+    todo = _unasked(b, b.w.contested.singles)
+    if not todo:
+        return None
+    item = pick(rng, todo)
+    kind, sid, _ = item
+    relation = kind
+    if kind == "birth":
+        # The plan never asks the prominent place (contested.prominent_names).
+        top = b.w.places[b.w.people[sid].birthplace].name in b.prominent
+        relation = "birth_year" if top or rng.random() < 1 / 3 else "birthplace"
+    elif kind == "founding":
+        relation = "founder" if rng.random() < 0.5 else "founded_year"
     w = b.w
-    r = rng.random()
-    if r < 0.2:
-        a = pick(rng, w.artefacts)
+    task: Task | None
+    if relation == "maker":
+        a = w.artefacts[sid]
         m = w.people[a.maker]
         e = b.ev(("maker", a.id, 0), (a.name,), person_forms(m))
-        return b.task(rng, "maker", {"artefact": a.name}, b.person_answer(m.id), [e])
-    if r < 0.7:
-        p = pick(rng, w.people)
-        if r < 0.4:
-            if p.mentor is None:
-                return None
-            m = w.people[p.mentor]
-            e = b.ev(("mentor", p.id, 0), person_forms(p), person_forms(m))
-            return b.task(rng, "mentor", {"person": p}, b.person_answer(m.id), [e])
-        if r < 0.6:
-            place = w.places[p.birthplace]
-            e = b.ev(("birth", p.id, 0), person_forms(p), (place.name,))
-            return b.task(rng, "birthplace", {"person": p}, b.place_answer(place.id), [e])
+        task = b.task(rng, "maker", {"artefact": a.name}, b.person_answer(m.id), [e])
+    elif relation == "mentor":
+        p = w.people[sid]
+        m = w.people[p.mentor]
+        e = b.ev(("mentor", p.id, 0), person_forms(p), person_forms(m))
+        task = b.task(rng, "mentor", {"person": p}, b.person_answer(m.id), [e])
+    elif relation == "birthplace":
+        p = w.people[sid]
+        place = w.places[p.birthplace]
+        e = b.ev(("birth", p.id, 0), person_forms(p), (place.name,))
+        task = b.task(rng, "birthplace", {"person": p}, b.place_answer(place.id), [e])
+    elif relation == "birth_year":
+        p = w.people[sid]
         e = b.ev(("birth", p.id, 0), person_forms(p), (str(p.birth_year),))
-        return b.task(rng, "birth_year", {"person": p}, (str(p.birth_year), ()), [e])
-    g = pick(rng, w.organisations)
-    if r < 0.8:
-        place = w.places[g.seat]
-        e = b.ev(("seat", g.id, 0), (g.name,), (place.name,))
-        return b.task(rng, "seat", {"org": g.name}, b.place_answer(place.id), [e])
-    if r < 0.9:
-        f = w.people[g.founder]
-        e = b.ev(("founding", g.id, 0), (g.name,), person_forms(f))
-        return b.task(rng, "founder", {"org": g.name}, b.person_answer(f.id), [e])
-    e = b.ev(("founding", g.id, 0), (g.name,), (str(g.founded_year),))
-    return b.task(rng, "founded_year", {"org": g.name}, (str(g.founded_year), ()), [e])
-
-
-# Chain -> relation name. A = maker of an object, F = founder of an organisation, M = teacher,
-# B = birthplace, Y = birth year; chains starting with M start from a person.
-_CHAINS = {
-    "AB": "maker_birthplace",
-    "AM": "maker_mentor",
-    "AMB": "maker_mentor_birthplace",
-    "FB": "founder_birthplace",
-    "FM": "founder_mentor",
-    "MB": "mentor_birthplace",
-    "MY": "mentor_birth_year",
-}
+        task = b.task(rng, "birth_year", {"person": p}, (str(p.birth_year), ()), [e])
+    else:
+        g = w.organisations[sid]
+        if relation == "seat":
+            place = w.places[g.seat]
+            e = b.ev(("seat", g.id, 0), (g.name,), (place.name,))
+            task = b.task(rng, "seat", {"org": g.name}, b.place_answer(place.id), [e])
+        elif relation == "founder":
+            f = w.people[g.founder]
+            e = b.ev(("founding", g.id, 0), (g.name,), person_forms(f))
+            task = b.task(rng, "founder", {"org": g.name}, b.person_answer(f.id), [e])
+        else:
+            e = b.ev(("founding", g.id, 0), (g.name,), (str(g.founded_year),))
+            answer = (str(g.founded_year), ())
+            task = b.task(rng, "founded_year", {"org": g.name}, answer, [e])
+    return None if task is None else replace(task, plan_item=item)
 
 
 def multi_hop(b: TaskBuilder, rng: random.Random) -> Task | None:
+    """A chain of the world's question plan: plain hops, then a contested last one."""
+    todo = _unasked(b, b.w.contested.chains)
+    if not todo:
+        return None
+    chain = pick(rng, todo)
     w = b.w
     people = w.people
-    chain = pick(rng, tuple(_CHAINS))
     hops = []
     slots: dict[str, object]
-    if chain[0] == "A":
-        a = pick(rng, w.artefacts)
+    if chain.letters[0] == "A":
+        a = w.artefacts[chain.start]
         cur = people[a.maker]
         hops.append(b.ev(("maker", a.id, 0), (a.name,), person_forms(cur)))
         slots = {"artefact": a.name}
-    elif chain[0] == "F":
-        g = pick(rng, w.organisations)
+    elif chain.letters[0] == "F":
+        g = w.organisations[chain.start]
         cur = people[g.founder]
         hops.append(b.ev(("founding", g.id, 0), (g.name,), person_forms(cur)))
         slots = {"org": g.name}
     else:
-        cur = pick(rng, people)
+        cur = people[chain.start]
         slots = {"person": cur}
     answer: tuple[str, tuple[str, ...]] = ("", ())
-    for step in chain[1:] if chain[0] in "AF" else chain:
+    for step in chain.letters[1:] if chain.letters[0] in "AF" else chain.letters:
         if step == "M":
-            if cur.mentor is None:
-                return None
+            assert cur.mentor is not None  # the plan walked this chain
             nxt = people[cur.mentor]
             hops.append(b.ev(("mentor", cur.id, 0), person_forms(cur), person_forms(nxt)))
             cur = nxt
@@ -113,5 +125,7 @@ def multi_hop(b: TaskBuilder, rng: random.Random) -> Task | None:
         return None
     if any(abs(y - x) < b.min_gap for x, y in itertools.pairwise(starts)):
         b.reject("hops_too_close")
+        b.asked.add(chain)  # the plan's chapters were not far enough apart in characters
         return None
-    return b.task(rng, _CHAINS[chain], slots, answer, hops)
+    task = b.task(rng, chain.relation, slots, answer, hops)
+    return None if task is None else replace(task, plan_item=chain)

@@ -33,12 +33,14 @@ def _allocate(n: int, mix: Mapping[str, float], rng: random.Random) -> dict[str,
     """Split n over families: floors of n*share, remainders drawn by share (unbiased on average)."""
     total = sum(mix.values())
     shares = {f: mix[f] / total for f in FAMILIES if mix.get(f, 0) > 0}
-    counts = {f: math.floor(n * s) for f, s in shares.items()}
+    # A share that is a whole number of questions (10 x 0.2) must not lose one to rounding
+    # (the shares' sum is not exactly 1 in floating point).
+    counts = {f: math.floor(n * s + 1e-9) for f, s in shares.items()}
     rest = n - sum(counts.values())
     fams = list(shares)
     cum, acc = [], 0.0
     for f in fams:
-        acc += n * shares[f] - counts[f]
+        acc += max(0.0, n * shares[f] - counts[f])
         cum.append(acc)
     for _ in range(rest):
         x = rng.random() * cum[-1]
@@ -137,6 +139,8 @@ def fill(
             builder.reject("majority_answer")
             continue
         seen.add(accepted.question)
+        if accepted.plan_item is not None:
+            builder.asked.add(accepted.plan_item)
         out.append(accepted)
         got += 1
         target = 0
