@@ -51,7 +51,7 @@ from envtools.policies.fathom.verdict_text import documents, labelled_groups, se
 if TYPE_CHECKING:
     from fathom_rlm.documents import Document, TaskRecord
 
-TRAIN_DOCS = 30
+TRAIN_DOCS = 150  # about 1,000 contested facts (seven per document) to fit on
 KEYWORD_ROWS = 500
 ATTACKS = ("keyword", "lexicon", "one-pick", "sign-system", "sign-groups")
 """The keyword solver alone (no verdict read), then the four verdict attacks."""
