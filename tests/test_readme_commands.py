@@ -371,7 +371,10 @@ _MENTION = "names a command in prose; its full form is documented and runs"
 NOT_RUN: dict[str, str] = {
     "bash scripts/test.sh": "the test suite itself",
     "CI=true bash .ci/run": "the test suite itself, from empty caches",
-    'pip install packages/openenv_guard "environments/gsm8k_multireward[openenv]"': _REGISTRY,
+    (
+        "pip install packages/env_adapters packages/openenv_guard "
+        '"environments/gsm8k_multireward[openenv]"'
+    ): _REGISTRY,
     (
         "pip install 'gsm8k-multireward[verifiers]' 'fathom-rlm[verifiers]'   # vf-eval "
         "and prime-rl"
@@ -492,8 +495,8 @@ NOT_RUN: dict[str, str] = {
     ): _REGISTRY,
     ".venvs/trl/bin/pip install --no-deps -r ci/requirements/trl-1.16.0.txt": _REGISTRY,
     (
-        ".venvs/trl/bin/pip install --no-deps --no-build-isolation -e . -e "
-        "environments/gsm8k_multireward -e environments/fathom_rlm"
+        ".venvs/trl/bin/pip install --no-deps --no-build-isolation -e . -e packages/env_adapters "
+        "-e environments/gsm8k_multireward -e environments/fathom_rlm"
     ): "part of the TRL venv recipe (after the registry installs)",
     (
         ".venvs/trl/bin/python -m envtools.trl_launch "
@@ -515,7 +518,9 @@ NOT_RUN: dict[str, str] = {
     "pip install 'gsm8k-multireward[trl]'": _REGISTRY,
     "pip install 'fathom-rlm[verifiers]'": _REGISTRY,
     "pip install 'fathom-rlm[trl]'": _REGISTRY,
-    "pip install './environments/fathom_rlm[verifiers]'": _REGISTRY,
+    "pip install packages/env_adapters './environments/fathom_rlm[verifiers]'": _REGISTRY,
+    "pip install packages/env_adapters environments/fathom_rlm": _REGISTRY,
+    "uv pip install environments/fathom_rlm": _REGISTRY,
     'pip install "fathom-rlm[openenv]"': _REGISTRY,
     'pip install "gsm8k-multireward[openenv]"': _REGISTRY,
     "python -m pip install uv": _REGISTRY,
@@ -526,7 +531,7 @@ NOT_RUN: dict[str, str] = {
     ): _REGISTRY,
     (
         "uv pip install --python .venvs/verifiers-0.4.0/bin/python --no-deps -e "
-        "environments/gsm8k_multireward -e environments/fathom_rlm"
+        "packages/env_adapters -e environments/gsm8k_multireward -e environments/fathom_rlm"
     ): "part of the verifiers 0.4.0 venv recipe (after the registry install)",
     "uv pip install -e 'path/to/environments/fathom_rlm[verifiers]'": _PRIME_RL,
     "uv pip install -e 'environments/gsm8k_multireward[verifiers]'": _PRIME_RL,

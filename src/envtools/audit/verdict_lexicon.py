@@ -1,6 +1,6 @@
 """What a lexicon learned from `train`'s verdicts knows of another split's.
 
-Every statement of a one-off fact is followed by its verdict (``verdicts.py`` in the
+Every statement of a contested fact is followed by its verdict (``verdicts.py`` in the
 generator): ``{who} {verb} {what}; {then}, {court} {verb} {outcome}.``, which lets the statement
 stand when the signs of its parts multiply to a plus. Two learners fit on the verdicts of
 `train` documents, labelled by the generator's annotations (the only split whose annotations a

@@ -76,13 +76,13 @@ def reads_whole_history(question: str) -> bool:
 
 
 def drop_cut_statements(facts: list[Any], text: str) -> list[Any]:
-    """A plain statement of a relation with retractions (a one-off one: birth, teacher, maker,
-    founding, seat) is followed, in its paragraph, by its verdict, which may cancel it ("The
+    """A plain statement of a one-off relation (birth, teacher, maker, founding, seat) may be
+    contested: then it is followed, in its paragraph, by its verdict, which may cancel it ("The
     registrar upheld the entry; later, the assizes overturned the ruling."). Such a statement
     that ends a piece of `text` (a window cut after it: a line break that is no paragraph break,
-    or the end of the text) was read without its verdict, so it settles nothing and is dropped;
-    the same statement read in the windows of its own subject's name comes with the sentences
-    after it."""
+    or the end of the text) was read without what follows it, so it settles nothing and is
+    dropped; the same statement read in the windows of its own subject's name comes with the
+    sentences after it."""
 
     def followed(fact: Any) -> bool:
         end = fact.sentence[1]

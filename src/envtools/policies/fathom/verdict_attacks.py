@@ -1,4 +1,4 @@
-"""Code-only attacks on the verdicts: which statement of a one-off fact stands, without reading.
+"""Code-only attacks on the verdicts: which statement of a contested fact stands, without reading.
 
 Each attack is a *rater*: from a document's text alone it gives every statement followed by a
 verdict (`verdict_text.find_verdicts`) a score, higher for "this one stands". `VerdictSolver`
@@ -278,7 +278,7 @@ class LexiconRater:
 
 
 def labelled_verdicts(documents: Sequence[tuple[Document, Text]]) -> list[tuple[Verdict, bool]]:
-    """(verdict, does it stand) of every statement of a one-off fact, from the annotations."""
+    """(verdict, does it stand) of every statement of a contested fact, from the annotations."""
     out = []
     for document, doc in documents:
         found = verdicts_of(doc)

@@ -5,12 +5,12 @@ solver's word weights (its first `KEYWORD_ROWS` rows), the lexicon rule and the 
 (`TRAIN_DOCS` documents and their annotations). The evaluated split is then read as text only;
 its annotations are used after the fact, for two checks that are not part of any attack:
 
-* ``pick``: the share of one-off facts whose true statement the rater scores highest among the
+* ``pick``: the share of contested facts whose true statement the rater scores highest among the
   fact's statements, the facts grouped by the annotations (one in six is chance);
 * ``settled``: what one decision settles per document. For a verdict sentence (or a triple of
-  parts), the questions whose every one-off statement it follows when true; the largest such
+  parts), the questions whose every contested statement it follows when true; the largest such
   number in any document, and on average over documents. A sign table settles every question
-  that rests on a one-off statement: their count per document is given as ``one_off``.
+  that rests on a contested statement: their count per document is given as ``one_off``.
 
 Correctness per family comes with the upper end of its 95% Wilson interval. Run:
 `uv run python -m envtools.policies.fathom.verdict_audit --split heldout --n 1000
@@ -115,8 +115,8 @@ def fit(doc_tokens: int, train_docs: int = TRAIN_DOCS, rules: Iterable[str] = ()
 
 def settled(document: Document, doc: Text, rows: list[TaskRecord]) -> dict[str, int]:
     """Per kind of decision ("sentence", "triple"): the most questions of ``rows`` one decision
-    settles (every one-off statement a question rests on is followed, true, by that verdict
-    sentence or triple); "one_off": the questions resting on a one-off statement at all."""
+    settles (every contested statement a question rests on is followed, true, by that verdict
+    sentence or triple); "one_off": the questions resting on a contested statement at all."""
     starts = sentence_starts(doc)
     verdicts = verdicts_of(doc)
     true = {i for g in labelled_groups(document, doc) for i, t in g if t and i in verdicts}

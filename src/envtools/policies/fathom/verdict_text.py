@@ -1,12 +1,14 @@
-"""What code sees of the verdicts: the sentence after each statement of a one-off fact.
+"""What code sees of the verdicts: the sentence after each statement of a contested fact.
 
-Every statement of a one-off fact (birth, teacher, maker, founding, seat), the true one and each
-retracted false one, is followed in its paragraph by a verdict of its own (verdicts.py in the
-generator): ``{who} {verb} {what}; {then}, {court} {verb} {outcome}.`` Code finds them by that
-shape alone, the same in every split: a clause, a semicolon, an adverbial and a comma, and a
-clause that ends in a verb and "the" plus one word. The words of the second verb's slot are the
-document's verdict verbs; the first verb is the first of them in the first clause. Nothing here
-reads a table of the generator: a verdict of any split is found, and its parts are words.
+Every statement of a contested fact (a one-off fact a question asks: birth, teacher, maker,
+founding, seat; contested.py in the generator), the true one and each retracted false one, is
+followed in its paragraph by a verdict of its own (verdicts.py in the generator):
+``{who} {verb} {what}; {then}, {court} {verb} {outcome}.`` Code finds them by that shape alone,
+the same in every split: a clause, a semicolon, an adverbial and a comma, and a clause that ends
+in a verb and "the" plus one word. The words of the second verb's slot are the document's verdict
+verbs; the first verb is the first of them in the first clause, else the word before the first
+clause's object. Nothing here reads a table of the generator: a verdict of any split is found,
+and its parts are words.
 
 `labelled_groups` is the other half, for fitting on `train` and for checking an attack after the
 fact: the generator's annotations say which statements belong to one fact and which is true. No
