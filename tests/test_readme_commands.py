@@ -565,6 +565,18 @@ NOT_RUN: dict[str, str] = {
         "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 200000 "
         "--policies fathom-code-only,fathom-grep-only"
     ): _LONG,
+    (
+        "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 16000 "
+        "--policies fathom-reference,fathom-reference-train-verdicts"
+    ): _LONG,
+    (
+        "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 200000 "
+        "--policies fathom-reference,fathom-reference-train-verdicts"
+    ): _LONG,
+    (
+        "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 200000 "
+        "--policies fathom-reference-d1,fathom-reference-d0"
+    ): _LONG,
     "uv run python benchmarks/fathom_documents.py": _LONG,
     "uv run python benchmarks/fathom_documents.py --cues 20 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --subjects 20 --tokens 200000": _LONG,
