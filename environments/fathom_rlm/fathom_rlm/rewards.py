@@ -67,11 +67,11 @@ flag 0, so the mean over the rows where it applies is sum(value) / sum(flag)."""
 # `uv run python -m envtools.policies.fathom.calibrate --n 150 --doc-tokens 200000`.
 ORACLE_FIXED_TOKENS: dict[str, int] = {
     "exact_id": 2_300,
-    "single_hop": 8_000,
-    "multi_hop": 23_500,
-    "temporal": 17_400,
-    "comparison": 24_600,
-    "aggregation": 26_700,
+    "single_hop": 8_300,
+    "multi_hop": 28_000,
+    "temporal": 16_600,
+    "comparison": 25_100,
+    "aggregation": 26_800,
 }
 
 

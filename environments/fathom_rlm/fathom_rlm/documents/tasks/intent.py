@@ -28,7 +28,7 @@ FAMILIES: dict[str, int] = {
     "multi_hop": 1,
     "temporal": 1,
     "aggregation": 1,
-    "comparison": 1,
+    "comparison": 0,
 }
 # Families a grep of the question's own token answers by design (the ID lookup). Every other
 # family needs its text read, whatever its depth label: the wording-overlap check and the
