@@ -13,7 +13,7 @@ facts a question reads its answer from are contested, and each serves one questi
 
 Why so few: within a document the verdicts' words recur, and every contested fact tells code
 that exactly one of its six verdicts lets its statement stand. Over hundreds of facts that is
-enough to solve for every word's sign without reading (docs/reward_audit.md, "Sign tables");
+enough to solve for every word's sign without reading (docs/reward_audit.md, "Sign searches");
 over a handful it is not. So the world draws the questions' facts first, ``SINGLES``,
 ``CHAINS`` and ``PAIRS`` of them, which is what the default family mix asks of a document, and
 the question families draw only from this plan.
@@ -116,9 +116,9 @@ def plan_contested(world: World, doc_tokens: int, rng: random.Random) -> Contest
             break
         letters = rng.choice(tuple(CHAIN_RELATIONS))
         hops = chain_hops(world, letters, int(rng.random() * starts[letters[0]]))
-        if hops is None or not free(hops[-1]) or any(k in contested for k in hops[:-1]):
+        if hops is None or any(k not in chapter_of or k in contested for k in hops):
             continue
-        if any(k not in chapter_of for k in hops):
+        if hops[-1] in plain:
             continue
         chapters = [chapter_of[k] for k in hops]
         if any(abs(b - a) < min_chapters for a, b in itertools.pairwise(chapters)):

@@ -39,7 +39,7 @@ from envtools.policies.fathom.verdict_text import (
 )
 
 MAX_OFFSET = 30
-TRAIN_DOCS = 30
+TRAIN_DOCS = 150  # about 1,000 contested facts (seven per document) to learn on
 _NAME = re.compile(r"\b[A-Z][a-z]+\b")
 _THING = re.compile(r"\b[Tt]he [A-Z][a-z]+ [A-Z][a-z]+")
 _NOT_NAMES = frozenset({"The", "He", "She", "It", "Chapter", "Mistress", "Master"})
