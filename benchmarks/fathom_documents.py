@@ -1,12 +1,12 @@
 """Time fathom-rlm document generation and task building.
 
 Usage: uv run python benchmarks/fathom_documents.py [--seeds 7] [--tokens 16000 64000 200000]
-       uv run python benchmarks/fathom_documents.py --baselines 20 --tokens 16000
+       uv run python benchmarks/fathom_documents.py --baselines 160 --tokens 16000
        uv run python benchmarks/fathom_documents.py --shapes
        uv run python benchmarks/fathom_documents.py --naive 5 --tokens 64000
-       uv run python benchmarks/fathom_documents.py --subjects 20 --tokens 200000
-       uv run python benchmarks/fathom_documents.py --cues 20 --tokens 200000
-       uv run python benchmarks/fathom_documents.py --verdicts 30 --tokens 16000
+       uv run python benchmarks/fathom_documents.py --subjects 100 --tokens 200000
+       uv run python benchmarks/fathom_documents.py --cues 100 --tokens 200000
+       uv run python benchmarks/fathom_documents.py --verdicts 160 --tokens 16000
 
 Reports median / min / max wall time over several seeds for each length (fresh generation, no
 cache), the median CPU time of the process (less sensitive to other work sharing the machine),
@@ -16,15 +16,16 @@ pattern matcher that knows the train split's verb phrases but not what the sente
 means, over train and heldout documents, and reports what share of its matches are real facts.
 ``--subjects`` asks whether how a statement names its subject tells a fact from a hard negative:
 over `train` documents, the share of real facts among statements whose subject is a pronoun or
-an alias, and among those that name it. ``--cues`` asks the same of the sentence after a
+an alias, and among those that name it (among a contested fact's statements, among all plain
+statements, among all). ``--cues`` asks the same of the sentence after a
 statement: the share of real facts among plain statements whose next sentence (same paragraph)
 holds a generic English word of negation or correction (the keyword solver's `CORRECTION_CUES`),
-and among those whose next sentence does not; first for the statements of one-off facts (true
+and among those whose next sentence does not; first for the statements of contested facts (true
 and retracted, whose next sentence is their verdict), then for all plain statements and for all.
 ``--verdicts`` looks at the verdicts themselves, per split: the share of each sign-bearing part
-that is a plus in either class, the largest share of a document's true statements that one
-verdict sentence follows, and the balanced accuracy and pick-one-of-six accuracy of two learners
-fit on `train`'s verdicts (a sign per part, word weights) on every split.
+that is a plus in either class, the most times one verdict sentence occurs among a document's
+verdicts, and the balanced accuracy and pick-one-of-six accuracy of two learners fit on
+`train`'s verdicts (a sign per part, word weights) on every split.
 """
 
 from __future__ import annotations
@@ -203,9 +204,10 @@ def naive(n_docs: int, tokens: int) -> None:
 
 
 def subject_forms(n_docs: int, tokens: int) -> None:
-    """P(real fact | subject form) over the first `train` documents, for the plain statements
-    (facts, retracted statements, near-namesakes: no cue word in the sentence) and for every
-    statement in a relation's shape (cue-word negatives too)."""
+    """P(real fact | subject form) over the first `train` documents, for the statements of
+    contested facts (the true one and its retracted ones), for the plain statements (facts,
+    retracted statements, near-namesakes: no cue word in the sentence) and for every statement
+    in a relation's shape (cue-word negatives too)."""
     from fathom_rlm.documents import split_seeds
 
     seeds = list(dict.fromkeys(split_seeds("train")))[:n_docs]
@@ -223,17 +225,19 @@ def subject_forms(n_docs: int, tokens: int) -> None:
                 f"({', '.join(f'{k} {n}' for k, n in sorted(forms.items()))}); "
                 f"retracted {kinds['retracted']}, namesake {kinds['namesake']}, cue-word {cue}"
             )
-        rows = [(True, "", form) for form in doc.forms.values()]
-        rows += [(False, d.kind, d.form) for d in doc.distractors]
-        for is_fact, kind, form in rows:
+        contested = doc.world.contested.keys
+        rows = [(True, "", form, key in contested) for key, form in doc.forms.items()]
+        rows += [(False, d.kind, d.form, d.kind == "retracted") for d in doc.distractors]
+        for is_fact, kind, form, of_contested in rows:
             classes = [form, "pronoun/alias"] if form in ("pronoun", "alias") else ["named"]
             scopes = ["all"] + (["plain"] if is_fact or kind in plain_kinds else [])
+            scopes += ["contested"] if of_contested else []
             for scope in scopes:
                 for cls in classes:
                     counts[scope, is_fact, cls] = counts.get((scope, is_fact, cls), 0) + 1
     print("| statements | subject | facts | hard negatives | P(fact) |")
     print("|---|---|---:|---:|---:|")
-    for scope in ("plain", "all"):
+    for scope in ("contested", "plain", "all"):
         for cls in ("pronoun", "alias", "pronoun/alias", "named"):
             f, d = counts.get((scope, True, cls), 0), counts.get((scope, False, cls), 0)
             print(f"| {scope} | {cls} | {f} | {d} | {f / max(1, f + d):.3f} |")
@@ -241,11 +245,10 @@ def subject_forms(n_docs: int, tokens: int) -> None:
 
 def next_sentence_cues(n_docs: int, tokens: int) -> None:
     """P(real fact | the next sentence has a correction word) over the first `train` documents.
-    For a one-off fact (true and retracted statements, the candidates a reading question about a
-    subject sees) the next sentence is the statement's verdict; then for every plain statement
+    For a contested fact (true and retracted statements, the candidates a reading question about
+    a subject sees) the next sentence is the statement's verdict; then for every plain statement
     (facts, retracted statements, near-namesakes) and for every statement in a relation's shape."""
     from fathom_rlm.documents import split_seeds
-    from fathom_rlm.documents.grammar import RETRACTED
 
     from envtools.policies.fathom.keyword_solver import CORRECTION_CUES
 
@@ -263,22 +266,25 @@ def next_sentence_cues(n_docs: int, tokens: int) -> None:
             stops = [i for i in (text.find(c, end + 1) for c in ".!?\n") if i >= 0]
             return bool(CORRECTION_CUES.search(text[end + 1 : min(stops, default=-1)].lower()))
 
-        rows = [(True, "", f.relation, cue_after(f.sentence[1])) for f in doc.facts.values()]
-        # A retracted statement's own sentence is the span before its verdict.
+        contested = doc.world.contested.keys
+        rows = [
+            (True, "", key in contested, cue_after(f.sentence[1])) for key, f in doc.facts.items()
+        ]
+        # A retracted statement (of a contested fact) ends the span before its verdict.
         for d in doc.distractors:
             own = d.spans[-2] if d.kind == "retracted" else d.spans[-1]
-            rows.append((False, d.kind, d.relation, cue_after(own[1])))
-        for is_fact, kind, relation, cue in rows:
+            rows.append((False, d.kind, d.kind == "retracted", cue_after(own[1])))
+        for is_fact, kind, of_contested, cue in rows:
             scopes = ["all"]
             if is_fact or kind in ("retracted", "namesake"):
                 scopes.append("plain")
-            if relation in RETRACTED and (is_fact or kind == "retracted"):
-                scopes.append("one-off facts")
+            if of_contested:
+                scopes.append("contested facts")
             for scope in scopes:
                 counts[scope, is_fact, cue] += 1
     print("| statements | next sentence | facts | hard negatives | P(fact) |")
     print("|---|---|---:|---:|---:|")
-    for scope in ("one-off facts", "plain", "all"):
+    for scope in ("contested facts", "plain", "all"):
         for cue in (True, False):
             f, d = counts[scope, True, cue], counts[scope, False, cue]
             label = "correction word" if cue else "no correction word"
@@ -301,16 +307,21 @@ def verdicts(n_docs: int, tokens: int) -> None:
     )
 
     groups: dict[str, list] = {}
-    most = 0.0  # the largest share of a document's true statements one verdict follows
+    most = 0  # the most times one verdict sentence occurs among a document's verdicts
+    per_doc: list[int] = []  # verdicts per document
     for split in ("train", "eval", "heldout"):
         groups[split] = []
         for seed in range(SPLIT_SEED_BASE[split], SPLIT_SEED_BASE[split] + n_docs):
             doc_groups = verdict_groups(generate_document(seed, tokens))
             groups[split] += doc_groups
-            after_true = Counter(g[0][0] for g in doc_groups)
-            most = max(most, max(after_true.values()) / len(doc_groups))
+            every = Counter(sentence for g in doc_groups for sentence, _ in g)
+            most = max(most, max(every.values()))
+            per_doc.append(sum(every.values()))
     print(f"generator {GENERATOR_VERSION}; {n_docs} documents of {tokens:,} tokens per split")
-    print(f"largest share of a document's true statements that one verdict follows: {most:.4f}")
+    print(
+        f"verdicts per document {min(per_doc)}-{max(per_doc)}; the most times one verdict "
+        f"sentence occurs in a document: {most}"
+    )
     print("| split | class | statements | nobody | verb1 backs | verb2 backs | outcome |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for split, split_groups in groups.items():
@@ -335,8 +346,10 @@ def verdicts(n_docs: int, tokens: int) -> None:
             print(f"| {name} | {where} | {len(split_groups)} | {balanced:.3f} | {pick:.3f} |")
 
 
-def baselines(n_docs: int, tokens: int, per_doc: int = 60) -> None:
-    """Accuracy of answering without reading, per family (see the package's baselines module)."""
+def baselines(n_docs: int, tokens: int, per_doc: int = 10) -> None:
+    """Accuracy of answering without reading, per family (see the package's baselines module).
+    Ten questions per document, as the splits ask: a document's question plan holds three
+    single facts, two chains and one pair, so more questions would mostly add ID lookups."""
     scores: dict[str, list[tuple[bool, bool, str]]] = {f: [] for f in FAMILIES}
     for seed in range(100, 100 + n_docs):
         doc = generate_document(seed, tokens)

@@ -578,11 +578,13 @@ NOT_RUN: dict[str, str] = {
         "--policies fathom-reference-d1,fathom-reference-d0"
     ): _LONG,
     "uv run python benchmarks/fathom_documents.py": _LONG,
-    "uv run python benchmarks/fathom_documents.py --cues 20 --tokens 200000": _LONG,
-    "uv run python benchmarks/fathom_documents.py --subjects 20 --tokens 200000": _LONG,
+    "uv run python benchmarks/fathom_documents.py --cues 100 --tokens 200000": _LONG,
+    "uv run python benchmarks/fathom_documents.py --subjects 100 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --naive 5 --tokens 64000": _LONG,
-    "uv run python benchmarks/fathom_documents.py --baselines 20 --tokens 16000": _LONG,
-    "uv run python benchmarks/fathom_documents.py --baselines 4 --tokens 200000": _LONG,
+    "uv run python benchmarks/fathom_documents.py --verdicts 160 --tokens 16000": _LONG,
+    "uv run python benchmarks/fathom_documents.py --verdicts 160 --tokens 200000": _LONG,
+    "uv run python benchmarks/fathom_documents.py --baselines 160 --tokens 16000": _LONG,
+    "uv run python benchmarks/fathom_documents.py --baselines 40 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_sandbox.py": _LONG,
     "uv run python benchmarks/fathom_sandbox.py --loop-lag-only": _LONG,
     (
@@ -630,7 +632,7 @@ NOT_RUN: dict[str, str] = {
     "uv run python -m envtools.policies.fathom.value_tells --doc-tokens 16000": _LONG,
     (
         "uv run python -m envtools.audit.predictability --split train "
-        "--aggregation-only --n 2500 --held-n 1000"
+        "--aggregation-only --n 2500 --held-n 1000 --null 200"
     ): _LONG,
     "uv run python -m envtools.audit.predictability --split train --null 200": _LONG,
     "uv run python -m envtools.sft_export --out FILE.jsonl": (
