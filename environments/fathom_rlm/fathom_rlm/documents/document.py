@@ -52,7 +52,7 @@ class Document:
         """The verdict after the true statement of each contested fact (the sentence that lets
         it stand, verdicts.py): key -> its span."""
         out: dict[tuple[str, int, int], Span] = {}
-        for key in self.world.contested.keys:
+        for key in sorted(self.world.contested.keys):
             fact = self.facts.get(key)
             if fact is not None:
                 start = fact.sentence[1] + 1

@@ -107,7 +107,7 @@ _TABLE = (
         "In which year did {person}'s life begin?",
         "In what year was {person} a newborn?",
         "Which year saw the arrival of {person} into the world?",
-        "What year opens the life of {person}?",
+        "Which year is given as the birthdate of {person}?",
     ),
     _rel(
         "seat", "single_hop", "place",
@@ -254,7 +254,7 @@ _TABLE = (
         "Give the birth year of the senior of {person} and {person2}.",
         "Of {person} and {person2}, in what year was the elder one born?",
         "Between {person} and {person2}, what birth year has the one who came first?",
-        "What year opens the life of the elder of {person} and {person2}?",
+        "Which birth year belongs to the elder of {person} and {person2}?",
     ),
     _rel(
         "younger_birth_year", "comparison", "year",
@@ -262,7 +262,7 @@ _TABLE = (
         "Give the birth year of the junior of {person} and {person2}.",
         "Of {person} and {person2}, in what year was the younger one born?",
         "Between {person} and {person2}, what birth year has the one who came later?",
-        "What year opens the life of the younger of {person} and {person2}?",
+        "Which birth year belongs to the younger of {person} and {person2}?",
     ),
     _rel(
         "age_gap", "comparison", "number",
