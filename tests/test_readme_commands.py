@@ -625,7 +625,16 @@ NOT_RUN: dict[str, str] = {
     ): _LONG,
     (
         "uv run python -m envtools.policies.fathom.verdict_audit --split heldout --n 1000 "
-        '--doc-tokens 200000 --one-pick-rules "rarest sentence,one part"'
+        '--doc-tokens 16000 --one-pick-rules "rarest triple,rarest sentence,one part"'
+    ): _LONG,
+    (
+        "uv run python -m envtools.policies.fathom.verdict_audit --split heldout --n 1000 "
+        '--doc-tokens 200000 --one-pick-rules "rarest triple,rarest sentence,one part"'
+    ): _LONG,
+    "uv run python -m envtools.audit.sign_solver --split heldout --doc-tokens N --docs 150": _LONG,
+    (
+        "uv run python -m envtools.audit.sign_solver --split heldout --doc-tokens 16000 "
+        "--docs 150 --pool"
     ): _LONG,
     "uv run python -m envtools.policies.fathom.position_tell --doc-tokens N --docs D": _LONG,
     "uv run python -m envtools.policies.fathom.value_tells --doc-tokens N --docs D": _LONG,
