@@ -67,38 +67,11 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument(
         "--questions", type=cli.integer(1), default=10, help="questions per document"
     )
-    parser.add_argument(
-        "--baselines",
-        type=cli.integer(0),
-        default=0,
-        metavar="DOCS",
-        help="instead of timing, score the blind and grep baselines over DOCS documents",
-    )
     parser.add_argument("--shapes", action="store_true", help="print the shape counts and exit")
-    parser.add_argument(
-        "--naive", type=cli.integer(0), default=0, metavar="DOCS", help="naive matcher"
-    )
-    parser.add_argument(
-        "--subjects",
-        type=cli.integer(0),
-        default=0,
-        metavar="DOCS",
-        help="subject forms of facts/negatives",
-    )
-    parser.add_argument(
-        "--cues",
-        type=cli.integer(0),
-        default=0,
-        metavar="DOCS",
-        help="correction words after statements",
-    )
-    parser.add_argument(
-        "--verdicts",
-        type=cli.integer(0),
-        default=0,
-        metavar="DOCS",
-        help="verdict signs per class, recurrence, lexicons learned on train",
-    )
+    for option, (what, _) in STUDIES.items():
+        parser.add_argument(
+            f"--{option}", type=cli.integer(0), default=0, metavar="DOCS", help=what
+        )
     return parser
 
 
@@ -108,14 +81,7 @@ def main(argv: list[str] | None = None) -> None:
         shapes()
         return
     # Each study instead of timing: DOCS documents at every length asked for.
-    studies = {
-        "cues": next_sentence_cues,
-        "verdicts": verdicts,
-        "subjects": subject_forms,
-        "naive": naive,
-        "baselines": baselines,
-    }
-    for option, study in studies.items():
+    for option, (_, study) in STUDIES.items():
         if n_docs := getattr(args, option):
             for tokens in args.tokens:
                 study(n_docs, tokens)
@@ -373,6 +339,20 @@ def baselines(n_docs: int, tokens: int, per_doc: int = 10) -> None:
             f"| {family} | {FAMILIES[family]} | {n} | {sum(b for b, _, _ in rows) / n:.3f} | "
             f"{sum(g for _, g, _ in rows) / n:.3f} | {top / n:.3f} |"
         )
+
+
+# The studies run instead of timing: option -> (what it reports, the function), each over DOCS
+# documents at every length asked for; the first one asked for runs.
+STUDIES: dict[str, tuple[str, Callable[[int, int], None]]] = {
+    "cues": ("correction words after statements", next_sentence_cues),
+    "verdicts": ("verdict signs per class, recurrence, lexicons learned on train", verdicts),
+    "subjects": ("subject forms of facts/negatives", subject_forms),
+    "naive": ("naive matcher", naive),
+    "baselines": (
+        "instead of timing, score the blind and grep baselines over DOCS documents",
+        baselines,
+    ),
+}
 
 
 if __name__ == "__main__":

@@ -26,18 +26,7 @@ from fathom_rlm.documents.grammar_tables import (
     FACT_FRAMES,
 )
 from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
-from fathom_rlm.documents.verdict_tables import (
-    BACKING,
-    CHALLENGES,
-    CLAIMS,
-    COURTS,
-    DOUBTS,
-    NOBODIES,
-    OUTCOMES,
-    REJECTING,
-    SOURCES,
-    THEN,
-)
+from fathom_rlm.documents.verdict_tables import VERDICT_TABLES
 from fathom_rlm.documents.verdicts import verdict_parts
 
 from envtools.audit.grammar_reader import SENTENCE, read_facts, read_verdict
@@ -70,11 +59,6 @@ def test_splits_share_no_shape_id():
         for b in SPLITS:
             if a < b:
                 assert not ids[a] & ids[b], (a, b)
-
-
-VERDICT_TABLES = (
-    SOURCES, NOBODIES, CLAIMS, DOUBTS, BACKING, REJECTING, THEN, COURTS, OUTCOMES, CHALLENGES
-)  # fmt: skip
 
 
 def test_splits_share_no_phrase():

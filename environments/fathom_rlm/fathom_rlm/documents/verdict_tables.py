@@ -311,3 +311,8 @@ CHALLENGES: tuple[str, ...] = (
     "the reprimand",
     "the admonition",
 )
+
+# Every table above, in the order of `verdicts.VerdictParts`' fields.
+VERDICT_TABLES: tuple[tuple[str, ...], ...] = (
+    SOURCES, NOBODIES, CLAIMS, DOUBTS, BACKING, REJECTING, THEN, COURTS, OUTCOMES, CHALLENGES
+)  # fmt: skip

@@ -32,18 +32,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from .grammar import SPLITS, deal
-from .verdict_tables import (
-    BACKING,
-    CHALLENGES,
-    CLAIMS,
-    COURTS,
-    DOUBTS,
-    NOBODIES,
-    OUTCOMES,
-    REJECTING,
-    SOURCES,
-    THEN,
-)
+from .verdict_tables import VERDICT_TABLES
 
 
 @dataclass(frozen=True)
@@ -68,8 +57,7 @@ def verdict_parts(split: str) -> VerdictParts:
     """The verdict parts dealt to ``split``."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}")
-    tables = (SOURCES, NOBODIES, CLAIMS, DOUBTS, BACKING, REJECTING, THEN, COURTS, OUTCOMES)
-    return VerdictParts(*(deal(t, split) for t in (*tables, CHALLENGES)))
+    return VerdictParts(*(deal(table, split) for table in VERDICT_TABLES))
 
 
 def draw_verdict(rnd: Callable[[], float], parts: VerdictParts, stands: bool) -> str:
