@@ -1,4 +1,5 @@
-"""Small statistics for evaluation reports: means with percentile-bootstrap confidence intervals.
+"""Small statistics for evaluation reports: means with percentile-bootstrap confidence intervals,
+and the Wilson interval's upper end for a share.
 
 The percentile bootstrap resamples the observations with replacement, recomputes the mean of each
 resample, and takes the central `confidence` share of those means as the interval. The seed fixes
@@ -82,3 +83,14 @@ def mean_ci(
     mean = float(np.mean(np.asarray(values, dtype=float)))
     # The mean of a constant sample can differ from its resample means in the last bit.
     return Estimate(mean, min(low, mean), max(high, mean), len(values))
+
+
+def wilson_upper(k: float, n: int, z: float = 1.96) -> float:
+    """Upper end of the Wilson score interval of ``k`` successes in ``n`` trials (95% by default;
+    ``k`` may be fractional, as for ties shared evenly); 1.0 without trials."""
+    if n == 0:
+        return 1.0
+    p = k / n
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre + spread) / (1 + z * z / n)

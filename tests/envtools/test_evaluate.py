@@ -29,7 +29,7 @@ from envtools.evaluate import (
 from envtools.policies import fathom
 from envtools.policies.base import ChatResult
 from envtools.policy_server import policy_server_in_thread
-from envtools.stats import bootstrap_ci, mean_ci
+from envtools.stats import bootstrap_ci, mean_ci, wilson_upper
 
 pytestmark = pytest.mark.xdist_group("test_evaluate")
 
@@ -80,6 +80,14 @@ def test_bootstrap_rejects_bad_input() -> None:
         bootstrap_ci([1.0, 2.0], resamples=0)
     empty = mean_ci([])
     assert empty.n == 0 and math.isnan(empty.mean) and empty.format() == "n/a"
+
+
+def test_wilson_upper_end_matches_the_closed_form() -> None:
+    # 10 of 100 at 95%: the Wilson interval is [0.0552, 0.1744].
+    assert abs(wilson_upper(10, 100) - 0.1744) < 5e-4
+    assert wilson_upper(0, 50) > 0 and wilson_upper(50, 50) == pytest.approx(1.0)
+    assert wilson_upper(2.5, 10) > 0.25  # a fractional count (ties shared evenly)
+    assert wilson_upper(0, 0) == 1.0
 
 
 # --------------------------------------------------------------------------------- tasks

@@ -20,7 +20,6 @@ Run: ``python -m envtools.audit.sign_solver --split heldout --doc-tokens 16000 -
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +30,7 @@ from envtools import cli
 from envtools.policies.fathom.keyword_solver import Text
 from envtools.policies.fathom.verdict_attacks import solve_exactly_one, verdicts_of
 from envtools.policies.fathom.verdict_text import labelled_groups
+from envtools.stats import wilson_upper
 
 STEPS, RESTARTS = 6000, 8
 
@@ -84,14 +84,6 @@ def pick_accuracy(facts: list[Fact], signs: np.ndarray) -> float:
         pool = standing or list(range(len(fact.parts)))
         total += (fact.true_index in pool) / len(pool)
     return total / len(facts)
-
-
-def wilson_upper(hits: float, n: int, z: float = 1.96) -> float:
-    """Upper end of the 95% Wilson interval of a share ``hits / n``."""
-    p = hits / n
-    centre = p + z * z / (2 * n)
-    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (centre + spread) / (1 + z * z / n)
 
 
 def build_parser() -> cli.ArgumentParser:

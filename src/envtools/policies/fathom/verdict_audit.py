@@ -21,7 +21,6 @@ The tables are in environments/fathom_rlm/docs/reward_audit.md ("Code-only attac
 from __future__ import annotations
 
 import itertools
-import math
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
@@ -47,6 +46,7 @@ from envtools.policies.fathom.verdict_attacks import (
     verdicts_of,
 )
 from envtools.policies.fathom.verdict_text import documents, labelled_groups, sentence_starts
+from envtools.stats import wilson_upper
 
 if TYPE_CHECKING:
     from fathom_rlm.documents import Document, TaskRecord
@@ -59,16 +59,6 @@ RELATION_FIRST = frozenset({"lexicon", "one-pick"})
 """The attacks whose solver puts the statements that read as the asked relation first
 (`VerdictSolver`): on the first 300 held-out questions at 16K that variant scores higher for
 them, the other one for the sign system."""
-
-
-def wilson_upper(k: int, n: int, z: float = 1.96) -> float:
-    """Upper end of the Wilson score interval of k successes in n trials (95% by default)."""
-    if n == 0:
-        return 1.0
-    p = k / n
-    centre = p + z * z / (2 * n)
-    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (centre + spread) / (1 + z * z / n)
 
 
 @dataclass
