@@ -82,12 +82,9 @@ def prominent_names(world: World) -> frozenset[str]:
 
 
 def _draw(rng: random.Random, table: tuple[tuple[str, float], ...]) -> str:
-    x = rng.random() * sum(share for _, share in table)
-    for kind, share in table:
-        x -= share
-        if x < 0:
-            return kind
-    return table[-1][0]
+    """A kind of ``table`` drawn by its share (one float from ``rng``)."""
+    kinds, shares = zip(*table, strict=True)
+    return rng.choices(kinds, shares)[0]
 
 
 def plan_contested(world: World, doc_tokens: int, rng: random.Random) -> Contested:
