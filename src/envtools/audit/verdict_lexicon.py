@@ -25,7 +25,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from fathom_rlm.documents import Document, person_key
+from fathom_rlm.documents import Document
 from fathom_rlm.documents.grammar import SPLITS
 
 from envtools.audit.grammar_reader import SENTENCE, compiled_grammar
@@ -40,17 +40,14 @@ def verdict_groups(doc: Document) -> list[Group]:
     first, from the annotations (a retracted statement's last span is its verdict; the true
     statement's verdict is the sentence right after it)."""
 
-    def who(subject: str) -> str:  # objects and organisations are named in full
-        return subject if subject.lower().startswith("the ") else person_key(subject)
-
-    groups: dict[tuple[str, str], Group] = {}
+    groups: dict[tuple[str, int, int], Group] = {}
     for key in sorted(doc.world.contested.keys):
-        fact = doc.facts[key]
-        m = SENTENCE.match(doc.text, fact.sentence[1] + 1)
-        groups[fact.relation, who(fact.subject)] = [(m.group() if m else "", True)]
+        m = SENTENCE.match(doc.text, doc.facts[key].sentence[1] + 1)
+        groups[key] = [(m.group() if m else "", True)]
     for d in doc.distractors:
         if d.kind == "retracted":
-            groups[d.relation, who(d.subject)].append((doc.text[slice(*d.spans[-1])], False))
+            assert d.key is not None
+            groups[d.key].append((doc.text[slice(*d.spans[-1])], False))
     return list(groups.values())
 
 

@@ -133,7 +133,7 @@ class DistractorMaker:
         frame, _ = r.frame()
         sentence, _ = r.compose(vp, "PAST", fields, frame)
         retraction = r.verdict(stands=False)
-        unit = Unit("", "retracted", relation, "", value, detail)
+        unit = Unit("", "retracted", relation, "", value, detail, key=(relation, sid, 0))
         r.with_subject(unit, slot, sid, ref, sentence)
         for other in refs:
             unit.remote.extend(other.remote)

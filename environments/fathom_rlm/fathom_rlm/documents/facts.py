@@ -63,6 +63,8 @@ class Distractor:
     fact: Fact | None = None
     form: str = "name"
     """How the statement names its subject: "name", "formal", "pronoun" or "alias"."""
+    key: tuple[str, int, int] | None = None
+    """For a retracted statement, the key of the contested fact it states falsely."""
 
 
 def person_key(surface: str) -> str:

@@ -299,5 +299,5 @@ class Renderer(Narrator):
             fact = Fact(u.relation, u.subject, u.value, u.detail, number, date, statement)
         read = fact if kind in ("namesake", "retracted") else None
         out.distractors.append(
-            Distractor(u.kind, u.relation, u.subject, u.value, u.shape, spans, read, u.form)
+            Distractor(u.kind, u.relation, u.subject, u.value, u.shape, spans, read, u.form, u.key)
         )

@@ -162,20 +162,16 @@ def labelled_groups(document: Document, doc: Text) -> list[list[tuple[int, bool]
     """Per contested fact of ``document``: (sentence index, is true) of its true statement and of
     each retracted one, read from the generator's annotations (for `train` and for checks
     after the fact only). Facts whose true statement the text does not hold are left out."""
-    from fathom_rlm.documents.facts import person_key
-
-    def key(relation: str, subject: str) -> tuple[str, str]:
-        person = relation in ("birth", "mentor")
-        return relation, person_key(subject) if person else subject.lower()
-
     starts = sentence_starts(doc)
-    groups: dict[tuple[str, str], list[tuple[int, bool]]] = defaultdict(list)
-    for fact in (document.facts[k] for k in sorted(document.world.contested.keys)):
+    groups: dict[tuple[str, int, int], list[tuple[int, bool]]] = defaultdict(list)
+    for key in sorted(document.world.contested.keys):
+        fact = document.facts[key]
         if fact.sentence[0] in starts:
-            groups[key(fact.relation, fact.subject)].append((starts[fact.sentence[0]], True))
+            groups[key].append((starts[fact.sentence[0]], True))
     for d in document.distractors:
         if d.kind == "retracted" and len(d.spans) >= 2 and d.spans[-2][0] in starts:
-            groups[key(d.relation, d.subject)].append((starts[d.spans[-2][0]], False))
+            assert d.key is not None
+            groups[d.key].append((starts[d.spans[-2][0]], False))
     return [sorted(g) for g in groups.values() if sum(t for _, t in g) == 1 and len(g) > 1]
 
 
