@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, TypeVar
 
 from ..contested import MULTI_HOP_GAP_TOKENS, prominent_names
 from ..document import Document
@@ -16,6 +16,9 @@ from .wordings import ORDINALS, RELATIONS, TIMES
 
 def person_forms(p: Person) -> tuple[str, ...]:
     return (p.name, p.formal)
+
+
+_Item = TypeVar("_Item")
 
 
 def pick(rng: random.Random, seq):
@@ -38,6 +41,12 @@ class TaskBuilder:
         self.arrivals: Any = None  # counting.ArrivalIndex, built on the first count question
         # Items of the world's question plan already asked: a contested fact serves one question.
         self.asked: set[object] = set()
+
+    def unasked(self, rng: random.Random, items: tuple[_Item, ...]) -> _Item | None:
+        """One item of the world's question plan that no question asks yet, at random; None
+        once every one is asked."""
+        todo = [item for item in items if item not in self.asked]
+        return pick(rng, todo) if todo else None
 
     def reject(self, reason: str) -> None:
         self.rejections[reason] = self.rejections.get(reason, 0) + 1

@@ -139,10 +139,9 @@ def aggregation(b: TaskBuilder, rng: random.Random, target: int) -> Task | None:
 
 def comparison(b: TaskBuilder, rng: random.Random) -> Task | None:
     """Two contested years of the world's question plan: birth years or founding years."""
-    todo = [item for item in b.w.contested.pairs if item not in b.asked]
-    if not todo:
+    item = b.unasked(rng, b.w.contested.pairs)
+    if item is None:
         return None
-    item = pick(rng, todo)
     (kind, i, _), (_, j, _) = item
     r = rng.random()
     if kind == "birth":

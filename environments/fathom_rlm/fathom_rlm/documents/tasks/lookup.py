@@ -26,16 +26,11 @@ def exact_id(b: TaskBuilder, rng: random.Random) -> Task | None:
     return b.task(rng, relation, {"token": token}, answer, [e], gold)
 
 
-def _unasked(b: TaskBuilder, items: tuple) -> list:
-    return [item for item in items if item not in b.asked]
-
-
 def single_hop(b: TaskBuilder, rng: random.Random) -> Task | None:
     """One contested fact of the world's question plan (contested.py)."""
-    todo = _unasked(b, b.w.contested.singles)
-    if not todo:
+    item = b.unasked(rng, b.w.contested.singles)
+    if item is None:
         return None
-    item = pick(rng, todo)
     kind, sid, _ = item
     relation = kind
     if kind == "birth":
@@ -84,10 +79,9 @@ def single_hop(b: TaskBuilder, rng: random.Random) -> Task | None:
 
 def multi_hop(b: TaskBuilder, rng: random.Random) -> Task | None:
     """A chain of the world's question plan: plain hops, then a contested last one."""
-    todo = _unasked(b, b.w.contested.chains)
-    if not todo:
+    chain = b.unasked(rng, b.w.contested.chains)
+    if chain is None:
         return None
-    chain = pick(rng, todo)
     w = b.w
     people = w.people
     hops = []
