@@ -65,6 +65,12 @@ def prominent_names(world: World) -> frozenset[str]:
     residence / employment). A blind guesser would answer with these, so no contested fact has
     one for its answer, and other questions whose gold is one are thinned out (as OOLONG
     resamples labels so the majority cannot be guessed)."""
+    top_place, top_org = _prominent(world)
+    return frozenset({world.places[top_place].name, world.organisations[top_org].name})
+
+
+def _prominent(world: World) -> tuple[int, int]:
+    """Ids of the prominent place and organisation (`prominent_names`)."""
     end = float(world.n_chapters)
     stay = [0.0] * len(world.places)
     for p in world.people:
@@ -78,7 +84,7 @@ def prominent_names(world: World) -> frozenset[str]:
             work[g] += nxt - t
     top_place = max(range(len(stay)), key=lambda i: (stay[i], -i))
     top_org = max(range(len(work)), key=lambda i: (work[i], -i))
-    return frozenset({world.places[top_place].name, world.organisations[top_org].name})
+    return top_place, top_org
 
 
 def _draw(rng: random.Random, table: tuple[tuple[str, float], ...]) -> str:
@@ -94,8 +100,7 @@ def plan_contested(world: World, doc_tokens: int, rng: random.Random) -> Contest
     chapter_of = {e.key: e.chapter for e in world.events}
     gap_tokens = min(MULTI_HOP_GAP_TOKENS, doc_tokens / 4)
     min_chapters = math.ceil(gap_tokens / CHAPTER_TOKENS) + 1
-    prominent = prominent_names(world)
-    top_place = next(p.id for p in world.places if p.name in prominent)
+    top_place, _ = _prominent(world)
     contested: set[Key] = set()
     plain: set[Key] = set()  # earlier hops of the chains: told once
     starts = {
