@@ -25,6 +25,7 @@ from fathom_rlm.documents.tasks.intent import READING_FAMILIES
 
 from envtools.audit.grammar_reader import read_verdict
 from envtools.policies.fathom import position_tell, value_tells, verdict_audit
+from envtools.policies.fathom.english_signs import english_sign
 from envtools.policies.fathom.keyword_solver import Text
 from envtools.policies.fathom.verdict_attacks import (
     GroupSignRater,
@@ -85,7 +86,12 @@ def test_keyword_solver_is_a_real_attack(heldout):
     assert heldout["keyword"]["temporal"]["correct"] >= 0.08, heldout["keyword"]
 
 
-@pytest.mark.parametrize("attack", verdict_audit.ATTACKS)
+HELD_OFF = [a for a in verdict_audit.ATTACKS if a != "english-signs"]
+"""The attacks the verdicts hold off; general English is not one yet
+(`test_english_signs_add_nothing_to_the_search`)."""
+
+
+@pytest.mark.parametrize("attack", HELD_OFF)
 def test_code_only_attack_stays_below_the_bar_on_reading_families(heldout, attack):
     """Every family that needs its text read, whatever its depth label."""
     rows = heldout[attack]
@@ -176,12 +182,30 @@ def test_one_decision_settles_few_questions(heldout):
     assert settled["one_off"]["mean"] >= 3, settled
 
 
-@pytest.mark.parametrize("rater", [SignSystemRater(), GroupSignRater()], ids=lambda r: r.name)
+ENGLISH = GroupSignRater(name="english-signs", known=english_sign)
+
+
+@pytest.mark.parametrize(
+    "rater", [SignSystemRater(), GroupSignRater(), ENGLISH], ids=lambda r: r.name
+)
 def test_sign_searches_read_the_verdicts_when_every_fact_is_contested(every_fact_contested, rater):
     """The sign searches are real attacks: on documents that contest every one-off fact they
     find the verbs' and outcomes' signs and pick the truth of most facts. The question plan
     (seven contested facts) is what keeps them at chance above."""
     assert pick_share(rater, every_fact_contested) >= 0.6
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: general English signs a third of a split's verdict words, and the grouped "
+    "search finds the rest from the plan's seven facts (reward_audit.md, 'English polarity')",
+)
+def test_english_signs_add_nothing_to_the_search(heldout):
+    """What English says of the verdict words (an off-the-shelf sentiment lexicon) should not
+    help the grouped sign search on held-out documents: its pick should stay within 0.05 of the
+    search's without it. Today it does not (0.31 against 0.15 on these questions)."""
+    english, blind = heldout["english-signs"]["pick"], heldout["sign-groups"]["pick"]
+    assert english["share"] <= blind["share"] + 0.05, (english, blind)
 
 
 def test_years_beside_a_name_do_not_tell_the_true_statements():

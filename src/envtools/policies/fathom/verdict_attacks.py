@@ -24,7 +24,9 @@ other question is the keyword solver's.
   (read off `train`), and five statements of six are false, so the signs under which the fewest
   verdicts stand are searched for (swaps that keep the halves even, from random starts).
 * `GroupSignRater`: the same search with the stronger constraint, exactly one standing
-  statement per fact, the facts grouped from the text by subject (`statement_groups`).
+  statement per fact, the facts grouped from the text by subject (`statement_groups`). Given
+  outside knowledge of some words' signs (``known``; `english_signs.english_sign` for general
+  English), it fixes those and searches for the rest.
 
 Nothing of the evaluated split but its text is read; `verdict_audit.py` measures them.
 """
@@ -183,6 +185,8 @@ class GroupSignRater:
     restarts: int = 8
     seed: int = 0
     name: str = "sign-groups"
+    known: Callable[[str], int] | None = None
+    """Outside knowledge of a word's sign (+1/-1, 0 for none), fixed before the search."""
 
     def ratings(self, doc: Text, verdicts: dict[int, Verdict]) -> Ratings:
         groups = [g for g in statement_groups(doc, verdicts) if len(g) > 1]
@@ -192,20 +196,35 @@ class GroupSignRater:
         triples, verbs, outcomes = _index([verdicts[k] for k in keys])
         ids = np.concatenate([triples[:, :2], triples[:, 2:] + len(verbs)], axis=1)
         owner = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+        words = verbs + outcomes
+        known = {i: s for i, w in enumerate(words) if self.known and (s := self.known(w))}
         signs = solve_exactly_one(
-            ids, owner, len(verbs) + len(outcomes), self.steps, self.restarts, self.seed
+            ids, owner, len(words), self.steps, self.restarts, self.seed, known
         )
         product = signs[ids].prod(axis=1)
         return {k: float(p) for k, p in zip(keys, product, strict=True)}
 
 
 def solve_exactly_one(
-    ids: np.ndarray, owner: np.ndarray, n_parts: int, steps: int, restarts: int, seed: int
+    ids: np.ndarray,
+    owner: np.ndarray,
+    n_parts: int,
+    steps: int,
+    restarts: int,
+    seed: int,
+    known: dict[int, int] | None = None,
 ) -> np.ndarray:
     """Signs of ``n_parts`` parts such that, in the most groups, exactly one row stands (the
-    product of the signs of its parts ``ids`` is a plus); ``owner`` is each row's group."""
+    product of the signs of its parts ``ids`` is a plus); ``owner`` is each row's group.
+    ``known`` fixes some parts' signs (part id -> +1/-1); the search flips only the others."""
     rng = np.random.default_rng(seed)
     n_groups = int(owner.max()) + 1
+    known = known or {}
+    fixed_ids = np.fromiter(known, int, len(known))
+    fixed_signs = np.fromiter(known.values(), int, len(known))
+    free = np.setdiff1d(np.arange(n_parts), fixed_ids)
+    if not len(free):
+        steps = 0
 
     def misfit(signs: np.ndarray) -> int:
         standing = np.bincount(owner, signs[ids].prod(axis=1) > 0, minlength=n_groups)
@@ -214,9 +233,10 @@ def solve_exactly_one(
     best, best_misfit = None, math.inf
     for _ in range(restarts):
         signs = rng.choice(np.array([-1, 1]), n_parts)
+        signs[fixed_ids] = fixed_signs
         energy, temperature = misfit(signs), 2.0
         for _ in range(steps):
-            k = rng.integers(n_parts)
+            k = free[rng.integers(len(free))]
             signs[k] *= -1
             trial = misfit(signs)
             if trial <= energy or rng.random() < math.exp((energy - trial) / temperature):

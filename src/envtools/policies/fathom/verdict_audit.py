@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 
 from envtools import cli
+from envtools.policies.fathom.english_signs import english_sign
 from envtools.policies.fathom.keyword_solver import KeywordSolver, Text, WordWeights, learn
 from envtools.policies.fathom.verdict_attacks import (
     COUNT_KEYS,
@@ -53,8 +54,8 @@ if TYPE_CHECKING:
 
 TRAIN_DOCS = 150  # about 1,000 contested facts (seven per document) to fit on
 KEYWORD_ROWS = 500
-ATTACKS = ("keyword", "lexicon", "one-pick", "sign-system", "sign-groups")
-"""The keyword solver alone (no verdict read), then the four verdict attacks."""
+ATTACKS = ("keyword", "lexicon", "one-pick", "sign-system", "sign-groups", "english-signs")
+"""The keyword solver alone (no verdict read), then the five verdict attacks."""
 RELATION_FIRST = frozenset({"lexicon", "one-pick"})
 """The attacks whose solver puts the statements that read as the asked relation first
 (`VerdictSolver`): on the first 300 held-out questions at 16K that variant scores higher for
@@ -100,6 +101,7 @@ def fit(doc_tokens: int, train_docs: int = TRAIN_DOCS, rules: Iterable[str] = ()
     raters.update({f"one-pick ({rule})": OnePickRater(rule) for rule in rules})
     raters["sign-system"] = SignSystemRater()
     raters["sign-groups"] = GroupSignRater()
+    raters["english-signs"] = GroupSignRater(name="english-signs", known=english_sign)
     return Fitted(model, raters, notes)
 
 

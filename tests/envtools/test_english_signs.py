@@ -1,0 +1,15 @@
+"""General English's signs for verdict words (envtools.policies.fathom.english_signs): the
+sentiment lexicon's valence of the word or of the stem it is inflected from, 0 where it has none."""
+
+from envtools.policies.fathom.english_signs import english_sign
+
+
+def test_inflected_words_take_their_stem_s_sign():
+    assert english_sign("denied") == -1  # deny
+    assert english_sign("approved") == 1  # approve
+    assert english_sign("Rejected") == -1
+
+
+def test_words_english_does_not_rate_are_unknown():
+    assert english_sign("ruling") == 0
+    assert english_sign("ossmere") == 0
