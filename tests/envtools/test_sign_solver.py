@@ -5,7 +5,9 @@ On the question plan's seven contested facts it stays near chance. The reward au
 both; this test fails if the instrument stops finding what it measures, or if the plan stops
 holding it off."""
 
-from envtools.audit.sign_solver import document_facts, pick_accuracy, solve
+from fathom_rlm.documents.verdicts import verdict_parts
+
+from envtools.audit.sign_solver import document_facts, known_signs, pick_accuracy, solve
 from envtools.policies.fathom.verdict_text import first_verb
 
 SEEDS = range(3_000_000, 3_000_010)
@@ -17,12 +19,15 @@ def test_first_verb_skips_words_inside_the_ruling_subject():
     assert first_verb("The keeper of the rolls gainsaid that line of the record") == "gainsaid"
 
 
-def _accuracy(every_fact: bool) -> tuple[float, float, int]:
-    """(pick accuracy, chance, facts) over the held-out documents, one sign table each."""
+def _accuracy(every_fact: bool, known: dict[str, int] | None = None) -> tuple[float, float, int]:
+    """(pick accuracy, chance, facts) over the held-out documents, one sign table each,
+    ``known`` signs given."""
     hits = chance = n = 0.0
     for seed in SEEDS:
-        facts = document_facts(seed, 16_000, every_fact=every_fact)
-        hits += pick_accuracy(facts, solve(facts)) * len(facts)
+        ids: dict[str, int] = {}
+        facts = document_facts(seed, 16_000, ids, every_fact=every_fact)
+        given = {ids[w]: sign for w, sign in (known or {}).items() if w in ids}
+        hits += pick_accuracy(facts, solve(facts, known=given)) * len(facts)
         chance += sum(1 / len(f.parts) for f in facts)
         n += len(facts)
     return hits / n, chance / n, int(n)
@@ -38,3 +43,32 @@ def test_the_question_plan_keeps_the_solver_near_chance():
     accuracy, chance, n = _accuracy(every_fact=False)
     assert n == 70
     assert accuracy < chance + 0.1
+
+
+def test_known_signs_are_the_split_s_own_and_one_fixed_list():
+    """The words handed to the search carry their true signs (a backing verb +1, a challenge
+    -1), a share means that share of the words, and the list is the same on every call."""
+    parts = verdict_parts("heldout")
+    every = known_signs("heldout", 1.0, 1.0)
+    backing = {w for phrase in parts.backing for w in phrase.split()}
+    challenges = {phrase.split()[-1] for phrase in parts.challenges}
+    assert every and all(
+        sign == (1 if w[2:] in backing else -1) for w, sign in every.items() if w[:2] == "v:"
+    )
+    assert all(
+        sign == (-1 if w[2:] in challenges else 1) for w, sign in every.items() if w[:2] == "o:"
+    )
+    half = known_signs("heldout", 0.5, 0.0)
+    verbs = [w for w in every if w[:2] == "v:"]
+    assert set(half) < set(verbs) and abs(2 * len(half) - len(verbs)) <= 1
+    assert half == known_signs("heldout", 0.5, 0.0)
+    assert not known_signs("heldout", 0.0, 0.0)
+
+
+def test_the_verbs_signs_alone_let_the_search_read_the_plan():
+    """What general English gives an attacker is enough: handed the signs of the split's verbs
+    and nothing of its outcomes, the search finds the outcomes' signs from the seven contested
+    facts of each document and picks the truth of most of them."""
+    accuracy, chance, n = _accuracy(every_fact=False, known=known_signs("heldout", 1.0, 0.0))
+    assert n == 70
+    assert accuracy > chance + 0.4

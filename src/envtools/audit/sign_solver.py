@@ -15,16 +15,24 @@ layout, to show why a document contests only its questions' facts (contested.py)
 solves the signs over all the documents at once, which a policy, reading one document per
 episode, cannot do (docs/reward_audit.md, "Across documents").
 
+``--known-verbs`` and ``--known-outcomes`` hand the search the true signs of a share of the
+split's verbs and of its outcomes (the same words in every document, as a fixed word list would
+know them), standing for what general English tells an attacker: "upheld" backs, "the appeal"
+challenges. The search then has only the other parts to find; this measures how much outside
+knowledge of word signs the verdicts can take (docs/reward_audit.md, "English polarity").
+
 Run: ``python -m envtools.audit.sign_solver --split heldout --doc-tokens 16000 --docs 150``
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import numpy as np
 from fathom_rlm.documents import generate_document, get_document
 from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
+from fathom_rlm.documents.verdicts import verdict_parts
 
 from envtools import cli
 from envtools.policies.fathom.keyword_solver import Text
@@ -68,12 +76,31 @@ def document_facts(
     return facts
 
 
-def solve(facts: list[Fact], seed: int = 0) -> np.ndarray:
-    """Signs (+1/-1) per part id that leave exactly one standing statement in the most facts."""
+def known_signs(split: str, verbs: float, outcomes: float) -> dict[str, int]:
+    """The true signs of a fixed share of ``split``'s verbs and of its outcomes, keyed as
+    `document_facts` keys parts ("v:upheld", "o:appeal"). Which words are known is one draw per
+    split, so every document meets the same list."""
+    parts, rng, known = verdict_parts(split), random.Random(f"known/{split}"), {}
+    for prefix, share, classes in (
+        ("v:", verbs, ((parts.backing, 1), (parts.rejecting, -1))),
+        ("o:", outcomes, ((parts.outcomes, 1), (parts.challenges, -1))),
+    ):
+        # A verb phrase ("sided with") fills a slot with either of its words.
+        words = sorted({(w, sign) for table, sign in classes for e in table for w in e.split()})
+        words = [(w, sign) for w, sign in words if w != "the"]
+        rng.shuffle(words)
+        known |= {prefix + w: sign for w, sign in words[: round(share * len(words))]}
+    return known
+
+
+def solve(facts: list[Fact], seed: int = 0, known: dict[int, int] | None = None) -> np.ndarray:
+    """Signs (+1/-1) per part id that leave exactly one standing statement in the most facts;
+    ``known`` fixes some part ids' signs."""
     rows = [p for f in facts for p in f.parts]
     owner = np.repeat(np.arange(len(facts)), [len(f.parts) for f in facts])
     n_parts = 1 + max(i for p in rows for i in p)
-    return solve_exactly_one(np.array(rows), owner, n_parts, STEPS, RESTARTS, seed)
+    known = {i: sign for i, sign in (known or {}).items() if i < n_parts}
+    return solve_exactly_one(np.array(rows), owner, n_parts, STEPS, RESTARTS, seed, known)
 
 
 def pick_accuracy(facts: list[Fact], signs: np.ndarray) -> float:
@@ -102,28 +129,41 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument(
         "--pool", action="store_true", help="one sign table for all the documents at once"
     )
+    for slot in ("verbs", "outcomes"):
+        parser.add_argument(
+            f"--known-{slot}",
+            type=cli.number(0.0, 1.0),
+            default=0.0,
+            metavar="SHARE",
+            help=f"hand the search the true signs of this share of the split's {slot}",
+        )
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     first = SPLIT_SEED_BASE[args.split]
-    shared: dict[str, int] | None = {} if args.pool else None
-    per_document = [
-        document_facts(seed, args.doc_tokens, shared, args.contest_every_fact)
-        for seed in range(first, first + args.docs)
-    ]
+    known = known_signs(args.split, args.known_verbs, args.known_outcomes)
+    shared: dict[str, int] = {}
+    per_document = []
+    for seed in range(first, first + args.docs):
+        ids = shared if args.pool else {}
+        facts = document_facts(seed, args.doc_tokens, ids, args.contest_every_fact)
+        per_document.append((facts, {ids[w]: sign for w, sign in known.items() if w in ids}))
     if args.pool:
-        facts = [f for fs in per_document for f in fs]
-        hits = pick_accuracy(facts, solve(facts)) * len(facts)
+        facts = [f for fs, _ in per_document for f in fs]
+        hits = pick_accuracy(facts, solve(facts, known=per_document[-1][1])) * len(facts)
     else:
-        hits = sum(pick_accuracy(fs, solve(fs)) * len(fs) for fs in per_document if fs)
-    n = sum(len(fs) for fs in per_document)
+        hits = sum(
+            pick_accuracy(fs, solve(fs, known=ids)) * len(fs) for fs, ids in per_document if fs
+        )
+    n = sum(len(fs) for fs, _ in per_document)
     layout = "every one-off fact contested" if args.contest_every_fact else "the question plan"
     scope = "one table for all documents" if args.pool else "one table per document"
+    given = f"; signs given: {args.known_verbs:.0%} of verbs, {args.known_outcomes:.0%} of outcomes"
     print(
-        f"{args.split} {args.doc_tokens} tokens, {args.docs} documents ({layout}; {scope}), "
-        f"{n} contested facts: pick accuracy {hits / n:.3f} "
+        f"{args.split} {args.doc_tokens} tokens, {args.docs} documents ({layout}; {scope}"
+        f"{given if known else ''}), {n} contested facts: pick accuracy {hits / n:.3f} "
         f"(95% upper {wilson_upper(hits, n):.3f}; chance 1/6)"
     )
 
