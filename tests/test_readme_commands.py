@@ -636,6 +636,10 @@ NOT_RUN: dict[str, str] = {
         "uv run python -m envtools.audit.sign_solver --split heldout --doc-tokens 16000 "
         "--docs 150 --pool"
     ): _LONG,
+    (
+        "uv run python -m envtools.audit.sign_solver --split heldout --doc-tokens 16000 "
+        "--docs 150 --known-verbs 0.25 --known-outcomes 0.25"
+    ): _LONG,
     "uv run python -m envtools.policies.fathom.position_tell --doc-tokens N --docs D": _LONG,
     "uv run python -m envtools.policies.fathom.value_tells --doc-tokens N --docs D": _LONG,
     "uv run python -m envtools.policies.fathom.value_tells --doc-tokens 16000": _LONG,
