@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -96,6 +97,11 @@ def find_verdicts(doc: Text) -> dict[int, Verdict]:
     return out
 
 
+def _alias_pattern(alias: str) -> re.Pattern[str]:
+    """An alias as whole words, in any case: "the record" is not "The records"."""
+    return re.compile(rf"\b{re.escape(alias)}\b", re.I)
+
+
 def _mentions(doc: Text, sentence: str) -> list[tuple[int, str, bool]]:
     """(offset, canonical name, is a thing) of the people, things and aliases a sentence
     names; a thing ("the Ketrex Guild", "the Magreld Sextant") is an organisation or object."""
@@ -109,14 +115,21 @@ def _mentions(doc: Text, sentence: str) -> list[tuple[int, str, bool]]:
         elif name and not {*name.split()} & SENTENCE_STARTS:
             out.append((m.start(), name, False))
     low = sentence.lower()
-    out += [(low.find(a), doc.aliases[a], False) for a in doc.aliases if a in low]
+    for alias, name in doc.aliases.items():
+        if alias in low:
+            out += [(m.start(), name, False) for m in _alias_pattern(alias).finditer(sentence)]
     return sorted(out)
 
 
-def statement_subjects(doc: Text) -> list[str | None]:
+GrammarSubject = Callable[[str, list[tuple[int, str]]], str | None]
+"""A rule that names a sentence's subject from its grammar, given the sentence and the people it
+names (offset, canonical name), or says nothing (None)."""
+
+
+def statement_subjects(doc: Text, grammar: GrammarSubject | None = None) -> list[str | None]:
     """Each sentence's subject: a thing it names (a founding, seat or maker is told of an
-    organisation or object, the people in it are values), else the previous subject when a
-    pronoun comes first, else the first person it names."""
+    organisation or object, the people in it are values), else the person ``grammar`` names,
+    else the previous subject when a pronoun comes first, else the first person it names."""
     out: list[str | None] = []
     previous = None
     for _, sentence in doc.sentences:
@@ -124,8 +137,12 @@ def statement_subjects(doc: Text) -> list[str | None]:
         things = [name for _, name, thing in mentions if thing]
         plain = _EXPLETIVE.sub(lambda m: "x" * len(m.group()), sentence)
         pronoun = _SUBJECT_PRONOUN.search(plain)
+        people = [(at, name) for at, name, thing in mentions if not thing]
+        named = grammar(sentence, people) if grammar is not None and not things else None
         if things:
             subject: str | None = things[0]
+        elif named is not None:
+            subject = named
         elif pronoun and (not mentions or pronoun.start() < mentions[0][0]):
             subject = previous
         else:
@@ -135,11 +152,14 @@ def statement_subjects(doc: Text) -> list[str | None]:
     return out
 
 
-def statement_groups(doc: Text, verdicts: dict[int, Verdict]) -> list[list[int]]:
+def statement_groups(
+    doc: Text, verdicts: dict[int, Verdict], grammar: GrammarSubject | None = None
+) -> list[list[int]]:
     """The statements before verdicts grouped as code can: by their subject
-    (`statement_subjects`) and by whether they hold a year (birth and founding do; teacher,
-    maker and seat do not). A group is one fact's statements when the subject is found."""
-    subjects = statement_subjects(doc)
+    (`statement_subjects`, ``grammar`` its optional rule) and by whether they hold a year (birth
+    and founding do; teacher, maker and seat do not). A group is one fact's statements when the
+    subject is found."""
+    subjects = statement_subjects(doc, grammar)
     groups: dict[tuple[str, bool], list[int]] = defaultdict(list)
     for i in sorted(verdicts):
         subject = subjects[i]
