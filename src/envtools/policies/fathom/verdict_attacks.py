@@ -213,10 +213,16 @@ def solve_exactly_one(
     restarts: int,
     seed: int,
     known: dict[int, int] | None = None,
+    penalty: Callable[[np.ndarray], float] | None = None,
+    fact_size: int | None = None,
 ) -> np.ndarray:
     """Signs of ``n_parts`` parts such that, in the most groups, exactly one row stands (the
     product of the signs of its parts ``ids`` is a plus); ``owner`` is each row's group.
-    ``known`` fixes some parts' signs (part id -> +1/-1); the search flips only the others."""
+    ``known`` fixes some parts' signs (part id -> +1/-1); the search flips only the others.
+    ``penalty`` adds a cost of the signs to the misfit (soft anchors: signs a few groups may
+    overrule). With ``fact_size`` (the statements of one fact) a group of that many rows or more
+    wants one standing row per fact it holds (a group that joined two facts wants two), and a
+    smaller one at most one (the rest of its fact is grouped elsewhere)."""
     rng = np.random.default_rng(seed)
     n_groups = int(owner.max()) + 1
     known = known or {}
@@ -225,10 +231,20 @@ def solve_exactly_one(
     free = np.setdiff1d(np.arange(n_parts), fixed_ids)
     if not len(free):
         steps = 0
+    want, partial = np.ones(n_groups, dtype=int), np.zeros(n_groups, dtype=bool)
+    if fact_size is not None:
+        sizes = np.bincount(owner, minlength=n_groups)
+        want = np.maximum(1, np.round(sizes / fact_size)).astype(int)
+        partial = sizes < fact_size
 
-    def misfit(signs: np.ndarray) -> int:
+    def misfit(signs: np.ndarray) -> float:
         standing = np.bincount(owner, signs[ids].prod(axis=1) > 0, minlength=n_groups)
-        return int(np.abs(standing - 1).sum())
+        if fact_size is None:
+            groups = int(np.abs(standing - 1).sum())
+        else:
+            off = np.where(partial, np.maximum(0, standing - 1), np.abs(standing - want))
+            groups = int(off.sum())
+        return groups if penalty is None else groups + penalty(signs)
 
     best, best_misfit = None, math.inf
     for _ in range(restarts):
