@@ -5,7 +5,8 @@ challenge. A code-only attacker need not learn that from `train`; any English wo
 much of it. This reads the signs from VADER's lexicon (the `vaderSentiment` package, a dev
 dependency: a valence per word, hand-rated for English at large, nothing fitted to this
 project's text) and leaves a word it does not rate unknown. `verdict_attacks.GroupSignRater`
-fixes the signs it knows and searches for the rest.
+fixes the signs it knows and searches for the rest; `english_reader.py` takes them as a weak
+hint for the words its hand-written lists do not sign.
 """
 
 from __future__ import annotations
