@@ -2,8 +2,10 @@
 
 Everything the attacks learn is learned on `train` at the same document length: the keyword
 solver's word weights (its first `KEYWORD_ROWS` rows), the lexicon rule and the one-pick rule
-(`TRAIN_DOCS` documents and their annotations). The evaluated split is then read as text only;
-its annotations are used after the fact, for two checks that are not part of any attack:
+(`TRAIN_DOCS` documents and their annotations); attack (f), ``english-reader``
+(`english_reader.py`), learns nothing and reads the verdicts with hand-written English word
+lists. The evaluated split is then read as text only; its annotations are used after the fact,
+for two checks that are not part of any attack:
 
 * ``pick``: the share of contested facts whose true statement the rater scores highest among the
   fact's statements, the facts grouped by the annotations (one in six is chance);
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 
 from envtools import cli
+from envtools.policies.fathom.english_reader import EnglishReader
 from envtools.policies.fathom.english_signs import english_sign
 from envtools.policies.fathom.keyword_solver import KeywordSolver, Text, WordWeights, learn
 from envtools.policies.fathom.verdict_attacks import (
@@ -54,12 +57,21 @@ if TYPE_CHECKING:
 
 TRAIN_DOCS = 150  # about 1,000 contested facts (seven per document) to fit on
 KEYWORD_ROWS = 500
-ATTACKS = ("keyword", "lexicon", "one-pick", "sign-system", "sign-groups", "english-signs")
-"""The keyword solver alone (no verdict read), then the five verdict attacks."""
+ATTACKS = (
+    "keyword",
+    "lexicon",
+    "one-pick",
+    "sign-system",
+    "sign-groups",
+    "english-signs",
+    "english-reader",
+)
+"""The keyword solver alone (no verdict read), then the six verdict attacks."""
 RELATION_FIRST = frozenset({"lexicon", "one-pick"})
 """The attacks whose solver puts the statements that read as the asked relation first
 (`VerdictSolver`): on the first 300 held-out questions at 16K that variant scores higher for
-them, the other one for the sign system."""
+them, the other one for the sign system (the English reader scores the same either way on
+`train`)."""
 
 
 @dataclass
@@ -102,6 +114,7 @@ def fit(doc_tokens: int, train_docs: int = TRAIN_DOCS, rules: Iterable[str] = ()
     raters["sign-system"] = SignSystemRater()
     raters["sign-groups"] = GroupSignRater()
     raters["english-signs"] = GroupSignRater(name="english-signs", known=english_sign)
+    raters["english-reader"] = EnglishReader()
     return Fitted(model, raters, notes)
 
 
