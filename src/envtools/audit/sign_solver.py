@@ -99,7 +99,6 @@ def solve(facts: list[Fact], seed: int = 0, known: dict[int, int] | None = None)
     rows = [p for f in facts for p in f.parts]
     owner = np.repeat(np.arange(len(facts)), [len(f.parts) for f in facts])
     n_parts = 1 + max(i for p in rows for i in p)
-    known = {i: sign for i, sign in (known or {}).items() if i < n_parts}
     return solve_exactly_one(np.array(rows), owner, n_parts, STEPS, RESTARTS, seed, known)
 
 
@@ -144,18 +143,26 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     first = SPLIT_SEED_BASE[args.split]
     known = known_signs(args.split, args.known_verbs, args.known_outcomes)
+
+    def given(ids: dict[str, int]) -> dict[int, int]:
+        """The known signs of the words among the part ids ``ids``."""
+        return {ids[w]: sign for w, sign in known.items() if w in ids}
+
     shared: dict[str, int] = {}
     per_document = []
     for seed in range(first, first + args.docs):
         ids = shared if args.pool else {}
-        facts = document_facts(seed, args.doc_tokens, ids, args.contest_every_fact)
-        per_document.append((facts, {ids[w]: sign for w, sign in known.items() if w in ids}))
+        per_document.append(
+            (document_facts(seed, args.doc_tokens, ids, args.contest_every_fact), ids)
+        )
     if args.pool:
         facts = [f for fs, _ in per_document for f in fs]
-        hits = pick_accuracy(facts, solve(facts, known=per_document[-1][1])) * len(facts)
+        hits = pick_accuracy(facts, solve(facts, known=given(shared))) * len(facts)
     else:
         hits = sum(
-            pick_accuracy(fs, solve(fs, known=ids)) * len(fs) for fs, ids in per_document if fs
+            pick_accuracy(fs, solve(fs, known=given(ids))) * len(fs)
+            for fs, ids in per_document
+            if fs
         )
     n = sum(len(fs) for fs, _ in per_document)
     layout = "every one-off fact contested" if args.contest_every_fact else "the question plan"

@@ -44,7 +44,7 @@ import numpy as np
 from envtools.policies.fathom import english_lists as lists
 from envtools.policies.fathom.english_signs import english_sign
 from envtools.policies.fathom.keyword_solver import Text
-from envtools.policies.fathom.verdict_attacks import Ratings, solve_exactly_one
+from envtools.policies.fathom.verdict_attacks import Ratings, part_index, solve_exactly_one
 from envtools.policies.fathom.verdict_text import Verdict, statement_groups
 
 # Prefixes that keep a listed verb's sign ("reaffirmed") and that turn it ("disallowed").
@@ -271,18 +271,11 @@ class EnglishReader:
             return {}
         keys = list(verdicts)
         found = [verdicts[k] for k in keys]
-        verbs = sorted({v.first for v in found} | {v.second for v in found})
-        outcomes = sorted({v.outcome for v in found})
-        verb = {w: i for i, w in enumerate(verbs)}
-        outcome = {w: len(verbs) + i for i, w in enumerate(outcomes)}
+        triples, verbs, outcomes = part_index(found)
         # Two more parts, fixed at +1 and -1, carry each verdict's frame into the product.
         plus, minus = len(verbs) + len(outcomes), len(verbs) + len(outcomes) + 1
-        ids = np.array(
-            [
-                (verb[v.first], verb[v.second], outcome[v.outcome], plus if f > 0 else minus)
-                for v, f in zip(found, frame_signs(found), strict=True)
-            ]
-        )
+        frames = np.where(frame_signs(found) > 0, plus, minus)
+        ids = np.column_stack([triples[:, :2], triples[:, 2] + len(verbs), frames])
         prefer = np.concatenate([self.preferences(verbs, outcomes), [0.0, 0.0]])
         fixed = {plus: 1, minus: -1}
         if self.overrule is None:

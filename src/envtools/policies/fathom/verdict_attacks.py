@@ -148,7 +148,9 @@ def fit_signs(
     return best[1], best[2]
 
 
-def _index(verdicts: Sequence[Verdict]) -> tuple[np.ndarray, list[str], list[str]]:
+def part_index(verdicts: Sequence[Verdict]) -> tuple[np.ndarray, list[str], list[str]]:
+    """Each verdict's (first verb, second verb, outcome) as ids into the document's sorted verbs
+    and sorted outcomes, with those two lists."""
     verbs = sorted({v.first for v in verdicts} | {v.second for v in verdicts})
     outcomes = sorted({v.outcome for v in verdicts})
     vi, oi = {w: k for k, w in enumerate(verbs)}, {w: k for k, w in enumerate(outcomes)}
@@ -168,7 +170,7 @@ class SignSystemRater:
         if not verdicts:
             return {}
         keys = list(verdicts)
-        triples, verbs, outcomes = _index([verdicts[k] for k in keys])
+        triples, verbs, outcomes = part_index([verdicts[k] for k in keys])
         sizes = (len(verbs), len(outcomes))
         v, o = fit_signs(triples, sizes, restarts=self.restarts, confirm=self.confirm)
         product = v[triples[:, 0]] * v[triples[:, 1]] * o[triples[:, 2]]
@@ -193,7 +195,7 @@ class GroupSignRater:
         if not groups:
             return {}
         keys = [k for g in groups for k in g]
-        triples, verbs, outcomes = _index([verdicts[k] for k in keys])
+        triples, verbs, outcomes = part_index([verdicts[k] for k in keys])
         ids = np.concatenate([triples[:, :2], triples[:, 2:] + len(verbs)], axis=1)
         owner = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
         words = verbs + outcomes
@@ -339,7 +341,7 @@ def fit_lexicon(documents: Sequence[tuple[Document, Text]], min_count: int = 5) 
             weights[word] = max(-3.0, min(3.0, odds))
     rater = LexiconRater(weights=weights)
     if labelled:
-        triples, verbs, outcomes = _index([v for v, _ in labelled])
+        triples, verbs, outcomes = part_index([v for v, _ in labelled])
         labels = np.array([s for _, s in labelled])
         v, o = fit_signs(triples, (len(verbs), len(outcomes)), labels=labels)
         for slot, words, signs in (("verb", verbs, v), ("outcome", outcomes, o)):

@@ -22,6 +22,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 from envtools.policies.fathom.keyword_solver import SENTENCE_STARTS, YEAR, Text
@@ -97,6 +98,7 @@ def find_verdicts(doc: Text) -> dict[int, Verdict]:
     return out
 
 
+@cache
 def _alias_pattern(alias: str) -> re.Pattern[str]:
     """An alias as whole words, in any case: "the record" is not "The records"."""
     return re.compile(rf"\b{re.escape(alias)}\b", re.I)
