@@ -16,8 +16,13 @@ from functools import cache
 
 @cache
 def _valences() -> dict[str, float]:
-    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
-
+    try:
+        from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+    except ModuleNotFoundError as missing:
+        raise ModuleNotFoundError(
+            "the English attacks of the verdict audit need the vaderSentiment package, a dev "
+            "dependency of the workspace: run `uv sync` (or `pip install vaderSentiment`)"
+        ) from missing
     return dict(SentimentIntensityAnalyzer().lexicon)
 
 
