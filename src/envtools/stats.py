@@ -1,5 +1,5 @@
 """Small statistics for evaluation reports: means with percentile-bootstrap confidence intervals,
-and the Wilson interval's upper end for a share.
+and the upper end of an interval for a share, with or without clustered trials.
 
 The percentile bootstrap resamples the observations with replacement, recomputes the mean of each
 resample, and takes the central `confidence` share of those means as the interval. The seed fixes
@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -94,3 +95,37 @@ def wilson_upper(k: float, n: int, z: float = 1.96) -> float:
     centre = p + z * z / (2 * n)
     spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     return (centre + spread) / (1 + z * z / n)
+
+
+def clustered_upper(
+    hits: Sequence[float],
+    trials: Sequence[int],
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> float:
+    """Upper end of a 95% interval for a share whose trials come in clusters: ``hits[i]`` of
+    ``trials[i]`` in cluster ``i`` (one document's questions, say).
+
+    Trials that share a cluster succeed or fail together more often than independent ones, so
+    the clusters are resampled whole (a percentile bootstrap of the ratio of sums). A handful of
+    clusters with no success would give an upper end of 0, so the answer is never below the
+    Wilson upper end of the pooled count: the larger of the two. 1.0 without trials.
+    """
+    if len(hits) != len(trials):
+        raise ValueError("hits and trials must have one entry per cluster")
+    k, n = float(np.sum(hits)), int(np.sum(trials))
+    if n == 0:
+        return 1.0
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be in (0, 1)")
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    wilson = wilson_upper(k, n, z=z)
+    h, t = np.asarray(hits, dtype=float), np.asarray(trials, dtype=float)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, h.size, size=(resamples, h.size))
+    sums = t[idx].sum(axis=1)
+    shares = h[idx].sum(axis=1)[sums > 0] / sums[sums > 0]
+    high = float(np.quantile(shares, 1.0 - (1.0 - confidence) / 2)) if shares.size else 1.0
+    return max(wilson, high)

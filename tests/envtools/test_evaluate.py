@@ -29,7 +29,7 @@ from envtools.evaluate import (
 from envtools.policies import fathom
 from envtools.policies.base import ChatResult
 from envtools.policy_server import policy_server_in_thread
-from envtools.stats import bootstrap_ci, mean_ci, wilson_upper
+from envtools.stats import bootstrap_ci, clustered_upper, mean_ci, wilson_upper
 
 pytestmark = pytest.mark.xdist_group("test_evaluate")
 
@@ -88,6 +88,22 @@ def test_wilson_upper_end_matches_the_closed_form() -> None:
     assert wilson_upper(0, 50) > 0 and wilson_upper(50, 50) == pytest.approx(1.0)
     assert wilson_upper(2.5, 10) > 0.25  # a fractional count (ties shared evenly)
     assert wilson_upper(0, 0) == 1.0
+
+
+def test_clustered_upper_end_widens_when_a_cluster_succeeds_or_fails_together() -> None:
+    # 100 documents of 5 questions, 100 of the 500 right either way: spread evenly, the
+    # clusters tell nothing and the Wilson end stands; all-or-nothing per document, the
+    # effective sample is 100 documents and the interval must widen well past it.
+    spread, together = [1] * 100, [5] * 20 + [0] * 80
+    assert clustered_upper(spread, [5] * 100) == pytest.approx(wilson_upper(100, 500), abs=1e-5)
+    assert clustered_upper(together, [5] * 100) > wilson_upper(100, 500) + 0.03
+    assert clustered_upper(together, [5] * 100, seed=3) == clustered_upper(
+        together, [5] * 100, seed=3
+    )
+    assert clustered_upper([0] * 10, [5] * 10) == pytest.approx(wilson_upper(0, 50), abs=1e-5)
+    assert clustered_upper([], []) == 1.0
+    with pytest.raises(ValueError):
+        clustered_upper([1, 2], [3])
 
 
 # --------------------------------------------------------------------------------- tasks

@@ -5,9 +5,11 @@ On the question plan's seven contested facts it stays near chance. The reward au
 both; this test fails if the instrument stops finding what it measures, or if the plan stops
 holding it off."""
 
+import re
+
 from fathom_rlm.documents.verdicts import verdict_parts
 
-from envtools.audit.sign_solver import document_facts, known_signs, pick_accuracy, solve
+from envtools.audit.sign_solver import document_facts, known_signs, main, pick_accuracy, solve
 from envtools.policies.fathom.verdict_text import first_verb
 
 SEEDS = range(3_000_000, 3_000_010)
@@ -72,3 +74,14 @@ def test_the_verbs_signs_alone_let_the_search_read_the_plan():
     accuracy, chance, n = _accuracy(every_fact=False, known=known_signs("heldout", 1.0, 0.0))
     assert n == 70
     assert accuracy > chance + 0.4
+
+
+def test_the_command_reports_the_pick_with_a_document_resampled_upper_end(capsys):
+    """The command line: every sign handed over, the search reads two held-out documents'
+    facts, and the printed upper end (documents resampled) sits between the pick and 1."""
+    main(["--split", "heldout", "--docs", "2", "--known-verbs", "1", "--known-outcomes", "1"])
+    line = capsys.readouterr().out
+    found = re.search(r"(\d+) contested facts: pick accuracy ([\d.]+) \(95% upper ([\d.]+)", line)
+    assert found and "documents resampled" in line, line
+    facts, pick, upper = int(found[1]), float(found[2]), float(found[3])
+    assert facts == 14 and pick >= 0.9 and pick <= upper <= 1.0

@@ -38,7 +38,7 @@ from envtools import cli
 from envtools.policies.fathom.keyword_solver import Text
 from envtools.policies.fathom.verdict_attacks import solve_exactly_one, verdicts_of
 from envtools.policies.fathom.verdict_text import labelled_groups
-from envtools.stats import wilson_upper
+from envtools.stats import clustered_upper
 
 STEPS, RESTARTS = 6000, 8
 
@@ -156,22 +156,21 @@ def main(argv: list[str] | None = None) -> None:
             (document_facts(seed, args.doc_tokens, ids, args.contest_every_fact), ids)
         )
     if args.pool:
-        facts = [f for fs, _ in per_document for f in fs]
-        hits = pick_accuracy(facts, solve(facts, known=given(shared))) * len(facts)
-    else:
-        hits = sum(
-            pick_accuracy(fs, solve(fs, known=given(ids))) * len(fs)
-            for fs, ids in per_document
-            if fs
-        )
-    n = sum(len(fs) for fs, _ in per_document)
+        pooled = solve([f for fs, _ in per_document for f in fs], known=given(shared))
+    hits = [
+        pick_accuracy(fs, pooled if args.pool else solve(fs, known=given(ids))) * len(fs)
+        for fs, ids in per_document
+        if fs
+    ]
+    sizes = [len(fs) for fs, _ in per_document if fs]
+    n = sum(sizes)
     layout = "every one-off fact contested" if args.contest_every_fact else "the question plan"
     scope = "one table for all documents" if args.pool else "one table per document"
     given = f"; signs given: {args.known_verbs:.0%} of verbs, {args.known_outcomes:.0%} of outcomes"
     print(
         f"{args.split} {args.doc_tokens} tokens, {args.docs} documents ({layout}; {scope}"
-        f"{given if known else ''}), {n} contested facts: pick accuracy {hits / n:.3f} "
-        f"(95% upper {wilson_upper(hits, n):.3f}; chance 1/6)"
+        f"{given if known else ''}), {n} contested facts: pick accuracy {sum(hits) / n:.3f} "
+        f"(95% upper {clustered_upper(hits, sizes):.3f}, documents resampled; chance 1/6)"
     )
 
 

@@ -14,7 +14,9 @@ for two checks that are not part of any attack:
   number in any document, and on average over documents. A sign table settles every question
   that rests on a contested statement: their count per document is given as ``one_off``.
 
-Correctness per family comes with the upper end of its 95% Wilson interval. Run:
+Correctness per family comes with the upper end of its 95% interval, a document's questions
+resampled together (`stats.clustered_upper`: they share one document, so they are not
+independent trials). Run:
 `uv run python -m envtools.policies.fathom.verdict_audit --split heldout --n 1000
 --doc-tokens 16000`; ``--one-pick-rules`` adds one-pick rules besides the one chosen on `train`.
 The tables are in environments/fathom_rlm/docs/reward_audit.md ("Code-only attacks").
@@ -50,7 +52,7 @@ from envtools.policies.fathom.verdict_attacks import (
     verdicts_of,
 )
 from envtools.policies.fathom.verdict_text import documents, labelled_groups, sentence_starts
-from envtools.stats import wilson_upper
+from envtools.stats import clustered_upper
 
 if TYPE_CHECKING:
     from fathom_rlm.documents import Document, TaskRecord
@@ -144,10 +146,10 @@ def settled(document: Document, doc: Text, rows: list[TaskRecord]) -> dict[str, 
 
 @dataclass
 class Measurement:
-    """Per attack and family, right answers; per attack, facts picked; per document, what one
-    decision settles."""
+    """Per attack and family, right answers, a list per document; per attack, facts picked; per
+    document, what one decision settles."""
 
-    right: dict[str, dict[str, list[bool]]] = field(
+    right: dict[str, dict[str, list[list[bool]]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
     picks: dict[str, list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0]))
@@ -157,12 +159,14 @@ class Measurement:
         out: dict[str, Any] = {}
         for attack, families in self.right.items():
             rows = {}
-            for family, oks in sorted(families.items()):
-                k, n = sum(oks), len(oks)
+            for family, per_document in sorted(families.items()):
+                hits = [sum(oks) for oks in per_document]
+                trials = [len(oks) for oks in per_document]
+                k, n = sum(hits), sum(trials)
                 rows[family] = {
                     "n": n,
                     "correct": round(k / n, 3),
-                    "upper95": round(wilson_upper(k, n), 3),
+                    "upper95": round(clustered_upper(hits, trials), 3),
                 }
             if attack in self.picks:
                 total, n = self.picks[attack]
@@ -198,17 +202,21 @@ def measure(
         doc = Text(document.text)
         rows = [t.record(document) for _, t in tasks]
         for name, solver in solvers.items():
+            oks: dict[str, list[bool]] = defaultdict(list)
             for row in rows:
                 guess = solver.answer(doc, row.family, row.question)
-                ok = guess is not None and matches_gold(guess, row.answer, row.aliases)
-                result.right[name][row.family].append(ok)
+                oks[row.family].append(
+                    guess is not None and matches_gold(guess, row.answer, row.aliases)
+                )
+            for family, family_oks in oks.items():
+                result.right[name][family].append(family_oks)
             if isinstance(solver, VerdictSolver):
                 total, facts = document_picks(solver.ratings(doc), document, doc)
                 result.picks[name][0] += total
                 result.picks[name][1] += facts
         result.settled.append(settled(document, doc, rows))
         if progress is not None:
-            answered = sum(len(v) for v in result.right["keyword"].values())
+            answered = sum(len(oks) for v in result.right["keyword"].values() for oks in v)
             progress(f"document {k + 1}: {answered} questions")
     return result
 
