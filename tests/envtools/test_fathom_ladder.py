@@ -248,3 +248,66 @@ def test_a_statement_cut_from_its_retraction_settles_nothing() -> None:
         assert [f for f in kept if f.relation == fact.relation and f.value == fact.value]
         kept_facts += 1
     assert kept_facts >= 5
+
+
+def test_a_sub_call_reading_its_slice_in_pieces_hands_its_reader_the_slice_itself() -> None:
+    """A sub-call whose slice is longer than one REPL output prints it in pieces and reads what
+    was printed. The pieces put end to end are the slice, character for character: a paragraph
+    break between two pieces stays a paragraph break (one line break would read as a window's
+    cut, and a statement ending the paragraph would be dropped as cut from its verdict)."""
+    import json
+
+    from fathom_rlm.agent import prompts
+    from fathom_rlm.documents import generate_document
+
+    from envtools.policies.fathom.protocol import View, answer_message, assistant_message
+
+    caps = RolloutCaps()
+    text = generate_document(2_000_000, 16_000).text
+    # Whole paragraphs up to the longest slice a sub-call is shown.
+    text = text[: text.rfind("\n\n", 0, caps.max_slice_chars)]
+    question = "Which year saw the arrival into the world of Nobody Anyone's instructor?"
+    handed: list[str] = []
+    sub_views: list[View] = []
+
+    class Recording(fathom.FathomReference):
+        def read(self, prompt: str, text: str, *, complete: bool = False) -> str:
+            handed.append(text)
+            return super().read(prompt, text, complete=complete)
+
+    policy = Recording()
+
+    async def chat(messages: list[dict[str, Any]], tools: Any) -> ChatReply:
+        view = View.of(messages)
+        if view.system.startswith(prompts.ROOT_ROLE):
+            # The root hands its whole text to one sub-call, then gives up.
+            if not view.calls:
+                code = f"print(llm({json.dumps(question)}, doc))"
+                return ChatReply(assistant_message(calls=[("repl", {"code": code})]))
+            return ChatReply(answer_message("unknown"))
+        sub_views.append(view)
+        result = await policy.respond(messages, tools)
+        return ChatReply(result.message, result.usage)
+
+    record = asyncio.run(run_rollout(text, question, chat, caps))
+    assert len(record.sub_calls) == 1 and handed
+    cut = next(c for c in sub_views[-1].calls if c.args["code"].startswith("# pieces"))
+    bounds = [b for _, b in json.loads(cut.output)[:-1]]
+    # Several pieces, and a paragraph break where one of them ends.
+    assert len(bounds) >= 2 and any("\n\n" in text[b - 2 : b + 2] for b in bounds)
+    # The question is about no one in the text: the sub-call reads every piece, then its reader
+    # is handed the whole slice, line breaks and all.
+    assert handed[-1] == text
+
+
+def test_a_teacher_statement_ending_a_paragraph_at_a_piece_boundary_is_read() -> None:
+    """A held-out chain whose first hop ("Staezour Stegum owed every skill to Senel Jyvar.") ends
+    its paragraph where the sub-call's slice is cut into REPL pieces: the sub-call keeps the
+    statement and the reference follows it to the teacher's birth year."""
+    row = next(
+        r
+        for r in build_split("heldout", 500, doc_tokens=16_000)
+        if r.family == "multi_hop" and "Staezour Stegum" in r.question
+    )
+    record, scores = run(fathom.POLICIES["fathom-reference"](), row)
+    assert scores["correctness"] == 1.0, (row.question, row.answer, record.final_answer)
