@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fathom_rlm.agent import ChatReply, RolloutCaps, RolloutRecord, run_rollout
-from fathom_rlm.documents import TaskRecord, build_split, get_document
+from fathom_rlm.agent import ChatReply, RolloutCaps, RolloutRecord, prompts, run_rollout
+from fathom_rlm.documents import TaskRecord, build_split, generate_document, get_document
 from fathom_rlm.rewards import score_rollout
 
 from envtools.evaluate import registered_tasks
 from envtools.policies import fathom
 from envtools.policies.base import Policy
+from envtools.policies.fathom.protocol import View, answer_message, assistant_message
 
 pytestmark = pytest.mark.xdist_group("test_fathom_ladder")
 
@@ -255,13 +257,6 @@ def test_a_sub_call_reading_its_slice_in_pieces_hands_its_reader_the_slice_itsel
     was printed. The pieces put end to end are the slice, character for character: a paragraph
     break between two pieces stays a paragraph break (one line break would read as a window's
     cut, and a statement ending the paragraph would be dropped as cut from its verdict)."""
-    import json
-
-    from fathom_rlm.agent import prompts
-    from fathom_rlm.documents import generate_document
-
-    from envtools.policies.fathom.protocol import View, answer_message, assistant_message
-
     caps = RolloutCaps()
     text = generate_document(2_000_000, 16_000).text
     # Whole paragraphs up to the longest slice a sub-call is shown.

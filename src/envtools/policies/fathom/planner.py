@@ -61,15 +61,12 @@ from envtools.policies.fathom.reader import read_slice, reads_whole_history, req
 # ----------------------------------------------------------------------- REPL cells
 
 
-# The whole text in pieces of at most `cap` characters, cut before the run of line breaks (and any
-# space) that ends a line, else after a full stop. A REPL output loses its trailing line breaks,
-# so no piece ends in one: each prints whole, and the outputs put end to end are the text, with a
-# paragraph break between two pieces kept as a paragraph break.
+# The whole text in pieces of at most `cap` characters, cut at a paragraph break, else after a
+# full stop.
 _PIECES_CODE = """# pieces
 out, a = [], 0
 while len(doc) - a > {cap}:
-    c = len(doc[:doc.rfind('\\n', a, a + {cap}) + 1].rstrip())
-    c = c if c > a else doc.rfind('.', a, a + {cap}) + 1
+    c = doc.rfind('\\n', a, a + {cap}) + 1 or doc.rfind('.', a, a + {cap}) + 1
     c = c if c > a else a + {cap}
     out.append([a, c])
     a = c
@@ -248,8 +245,9 @@ class FathomReference:
         except ValueError:
             return answer_message(NOT_FOUND)
         reads = [c for c in view.calls if c.args.get("code", "").startswith("# read")]
-        # The pieces are contiguous and none ends in a line break: end to end they are the text.
-        shown = "".join(c.output for c in reads)
+        # A REPL output loses its trailing line breaks; each piece's bounds give them back, so a
+        # paragraph break between two pieces stays one (a single line break reads as a cut).
+        shown = "".join(c.output.ljust(b - a, "\n") for c, (a, b) in zip(reads, pieces))
         done = len(reads) >= len(pieces)
         # Its own text is a slice: having read all of it says nothing about the rest of the
         # document, so a state question stays open (the caller concludes).
