@@ -105,24 +105,25 @@ def clustered_upper(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
 ) -> float:
-    """Upper end of a 95% interval for a share whose trials come in clusters: ``hits[i]`` of
-    ``trials[i]`` in cluster ``i`` (one document's questions, say).
+    """Upper end of the `confidence` interval (95% by default) of a share whose trials come in
+    clusters: ``hits[i]`` of ``trials[i]`` in cluster ``i`` (one document's questions, say).
 
     Trials that share a cluster succeed or fail together more often than independent ones, so
     the clusters are resampled whole (a percentile bootstrap of the ratio of sums). A handful of
     clusters with no success would give an upper end of 0, so the answer is never below the
     Wilson upper end of the pooled count: the larger of the two. 1.0 without trials.
     """
-    if len(hits) != len(trials):
-        raise ValueError("hits and trials must have one entry per cluster")
-    k, n = float(np.sum(hits)), int(np.sum(trials))
-    if n == 0:
-        return 1.0
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be in (0, 1)")
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    wilson = wilson_upper(k, n, z=z)
     h, t = np.asarray(hits, dtype=float), np.asarray(trials, dtype=float)
+    if h.shape != t.shape or h.ndim != 1:
+        raise ValueError("hits and trials must have one entry per cluster")
+    if np.any(h < 0) or np.any(h > t):
+        raise ValueError("each cluster's hits must lie between 0 and its trials")
+    k, n = float(h.sum()), int(t.sum())
+    if n == 0:
+        return 1.0
+    wilson = wilson_upper(k, n, z=NormalDist().inv_cdf(0.5 + confidence / 2))
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, h.size, size=(resamples, h.size))
     sums = t[idx].sum(axis=1)

@@ -104,6 +104,10 @@ def test_clustered_upper_end_widens_when_a_cluster_succeeds_or_fails_together() 
     assert clustered_upper([], []) == 1.0
     with pytest.raises(ValueError):
         clustered_upper([1, 2], [3])
+    with pytest.raises(ValueError):
+        clustered_upper([4], [3])
+    with pytest.raises(ValueError):
+        clustered_upper([1], [3], confidence=1.0)
 
 
 # --------------------------------------------------------------------------------- tasks

@@ -306,3 +306,17 @@ def test_a_teacher_statement_ending_a_paragraph_at_a_piece_boundary_is_read() ->
     )
     record, scores = run(fathom.POLICIES["fathom-reference"](), row)
     assert scores["correctness"] == 1.0, (row.question, row.answer, record.final_answer)
+
+
+def test_a_printed_piece_gets_back_only_its_own_line_breaks() -> None:
+    """The bare piece gets its stripped line breaks back; an error, a truncation or a restart
+    note is not padded out to the piece's length but ends in one line break (read as a cut)."""
+    from envtools.policies.fathom.planner import _printed_piece
+
+    assert _printed_piece("It ends here.", 15) == "It ends here.\n\n"
+    assert _printed_piece("Mid sentence", 12) == "Mid sentence"
+    assert _printed_piece("Error: at most 8 tool calls per reply", 3_000).count("\n") == 1
+    cut = "x" * 900 + "\n[output truncated: 3000 chars produced, first 900 shown; print less]"
+    assert _printed_piece(cut, 3_000) == cut + "\n"
+    note = "[sandbox restarted: the worker stopped]\nText"
+    assert _printed_piece(note, 3_000) == note + "\n"

@@ -19,7 +19,8 @@ episode, cannot do (docs/reward_audit.md, "Across documents").
 split's verbs and of its outcomes (the same words in every document, as a fixed word list would
 know them), standing for what general English tells an attacker: "upheld" backs, "the appeal"
 challenges. The search then has only the other parts to find; this measures how much outside
-knowledge of word signs the verdicts can take (docs/reward_audit.md, "English polarity").
+knowledge of word signs the verdicts can take (docs/reward_audit.md, "Code that knows
+English").
 
 Run: ``python -m envtools.audit.sign_solver --split heldout --doc-tokens 16000 --docs 150``
 """

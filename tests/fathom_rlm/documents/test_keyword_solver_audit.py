@@ -92,10 +92,10 @@ def test_keyword_solver_is_a_real_attack(heldout):
     assert heldout["keyword"]["temporal"]["correct"] >= 0.08, heldout["keyword"]
 
 
-ENGLISH = ("english-signs", "english-reader")
+ENGLISH_ATTACKS = ("english-signs", "english-reader")
 """The attacks that bring general English: outside the bar's scope (reward_audit.md, "Code that
 knows English"), measured as a rung and held to their documented strength below."""
-HELD_OFF = [a for a in verdict_audit.ATTACKS if a not in ENGLISH]
+HELD_OFF = [a for a in verdict_audit.ATTACKS if a not in ENGLISH_ATTACKS]
 
 
 @pytest.mark.parametrize("attack", HELD_OFF)

@@ -63,6 +63,17 @@ from envtools.policies.fathom.reader import read_slice, reads_whole_history, req
 
 # The whole text in pieces of at most `cap` characters, cut at a paragraph break, else after a
 # full stop.
+def _printed_piece(output: str, length: int) -> str:
+    """A piece of text as the REPL printed it, put back as it stood in the text. The output loses
+    its trailing line breaks, and the piece's length gives them back, so a paragraph break between
+    two pieces stays one (a single line break reads as a cut). An output that is not the bare
+    piece (an error, a truncation or restart note) is kept as it is and ends in a line break, a
+    cut."""
+    if output.startswith(("Error", "[")) or "\n[output truncated" in output or len(output) > length:
+        return output + "\n"
+    return output.ljust(length, "\n")
+
+
 _PIECES_CODE = """# pieces
 out, a = [], 0
 while len(doc) - a > {cap}:
@@ -245,9 +256,9 @@ class FathomReference:
         except ValueError:
             return answer_message(NOT_FOUND)
         reads = [c for c in view.calls if c.args.get("code", "").startswith("# read")]
-        # A REPL output loses its trailing line breaks; each piece's bounds give them back, so a
-        # paragraph break between two pieces stays one (a single line break reads as a cut).
-        shown = "".join(c.output.ljust(b - a, "\n") for c, (a, b) in zip(reads, pieces))
+        shown = "".join(
+            _printed_piece(c.output, b - a) for c, (a, b) in zip(reads, pieces, strict=False)
+        )
         done = len(reads) >= len(pieces)
         # Its own text is a slice: having read all of it says nothing about the rest of the
         # document, so a state question stays open (the caller concludes).
