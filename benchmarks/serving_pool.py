@@ -244,9 +244,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.json_out is not None:
         args.json_out.write_text(json.dumps(runs, indent=1))
-    bad = [run["workers"] for run in runs if run["exitcode"] not in (0, None)]
+    bad = {run["workers"]: run["exitcode"] for run in runs if run["exitcode"] not in (0, None)}
     if bad:
-        print(f"error: the server exited with an error for pool sizes {bad}", file=sys.stderr)
+        # -9: it did not stop within 60 s of SIGTERM and was killed (pool_eval.env_server_pool).
+        codes = ", ".join(f"pool of {n}: exit code {code}" for n, code in bad.items())
+        print(f"error: the server exited with an error ({codes})", file=sys.stderr)
         return 1
     return 0
 

@@ -27,6 +27,7 @@ import contextlib
 import json
 import multiprocessing as mp
 import os
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -101,7 +102,7 @@ async def env_server_pool(
     """verifiers' env server (`serve_env`, a static pool of `workers`) in a spawned process on a
     loopback address, and an `EnvClient` connected to it: `(process, client)`. On the way out the
     client closes and the pool is stopped (SIGTERM: it stops its workers, each closing its env;
-    SIGKILL after 60 s); the process's exit code is then set."""
+    SIGKILL after 60 s, with the workers it leaves); the process's exit code is then set."""
     from verifiers.v1.serve import EnvClient, serve_env
 
     ctx = mp.get_context("spawn")
@@ -133,8 +134,14 @@ async def env_server_pool(
         pool.terminate()
         await asyncio.to_thread(pool.join, 60)
         if pool.is_alive():
+            # Stuck in its own teardown: kill it, and the workers it would orphan (a killed
+            # worker's sandboxes go with it). Its exit code then tells the caller (-9).
+            orphans = pool_workers(pool.pid)
             pool.kill()
             pool.join()
+            for pid in orphans:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         parent_end.close()
 
 
