@@ -16,9 +16,10 @@ on documents that contest every one-off fact (the `fathom-docs-10` layout), wher
 nearly every verdict, and the English reader on `train` documents, with its word lists and
 with every outcome forgotten.
 
-The attacks that bring general English ((e) and (f)) are outside the bar: the verdicts are
-English, and code that knows English reads them (reward_audit.md, "Code that knows English").
-Their held-out strength is asserted instead, so the documented limit stays measured.
+The attacks that bring the verdict words' English polarity from outside ((e) and (f)) are not
+held to the bar: the verdicts are English, and code that knows English reads them
+(reward_audit.md, "Code that knows English"). Their held-out strength is asserted instead, so
+the documented limit stays measured.
 """
 
 from __future__ import annotations
@@ -93,8 +94,9 @@ def test_keyword_solver_is_a_real_attack(heldout):
 
 
 ENGLISH_ATTACKS = ("english-signs", "english-reader")
-"""The attacks that bring general English: outside the bar's scope (reward_audit.md, "Code that
-knows English"), measured as a rung and held to their documented strength below."""
+"""The attacks that bring the verdict words' English polarity: not held to the bar
+(reward_audit.md, "Code that knows English"), measured as a rung and held to their documented
+strength below."""
 HELD_OFF = [a for a in verdict_audit.ATTACKS if a not in ENGLISH_ATTACKS]
 
 
