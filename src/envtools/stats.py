@@ -9,7 +9,7 @@ the resamples, so a report is reproducible to the last digit.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Any
@@ -39,6 +39,15 @@ class Estimate:
         return f"{self.mean:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
 
 
+def _resampled_indices(size: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """``resamples`` bootstrap draws of ``size`` indices with replacement, in blocks of rows, so
+    a large sample never needs a resamples x size index array at once."""
+    rng = np.random.default_rng(seed)
+    block = max(1, 4_000_000 // size)
+    for start in range(0, resamples, block):
+        yield rng.integers(0, size, size=(min(block, resamples - start), size))
+
+
 def bootstrap_ci(
     values: Sequence[float],
     *,
@@ -57,14 +66,9 @@ def bootstrap_ci(
     data = np.asarray(values, dtype=float)
     if data.ndim != 1 or data.size == 0:
         raise ValueError("values must be a non-empty sequence of numbers")
-    rng = np.random.default_rng(seed)
-    # Resample in blocks so a large sample never needs a resamples x n index array at once.
-    means = np.empty(resamples)
-    block = max(1, 4_000_000 // data.size)
-    for start in range(0, resamples, block):
-        stop = min(resamples, start + block)
-        idx = rng.integers(0, data.size, size=(stop - start, data.size))
-        means[start:stop] = data[idx].mean(axis=1)
+    means = np.concatenate(
+        [data[idx].mean(axis=1) for idx in _resampled_indices(data.size, resamples, seed)]
+    )
     alpha = 1.0 - confidence
     low, high = np.quantile(means, [alpha / 2, 1.0 - alpha / 2])
     return float(low), float(high)
@@ -124,9 +128,10 @@ def clustered_upper(
     if n == 0:
         return 1.0
     wilson = wilson_upper(k, n, z=NormalDist().inv_cdf(0.5 + confidence / 2))
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, h.size, size=(resamples, h.size))
-    sums = t[idx].sum(axis=1)
-    shares = h[idx].sum(axis=1)[sums > 0] / sums[sums > 0]
+    kept = []
+    for idx in _resampled_indices(h.size, resamples, seed):
+        hit_sums, sums = h[idx].sum(axis=1), t[idx].sum(axis=1)
+        kept.append(hit_sums[sums > 0] / sums[sums > 0])  # a resample with no trials has no share
+    shares = np.concatenate(kept)
     high = float(np.quantile(shares, 1.0 - (1.0 - confidence) / 2)) if shares.size else 1.0
     return max(wilson, high)

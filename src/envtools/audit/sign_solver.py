@@ -156,10 +156,11 @@ def main(argv: list[str] | None = None) -> None:
         per_document.append(
             (document_facts(seed, args.doc_tokens, ids, args.contest_every_fact), ids)
         )
-    if args.pool:
-        pooled = solve([f for fs, _ in per_document for f in fs], known=given(shared))
+    pooled = (
+        solve([f for fs, _ in per_document for f in fs], known=given(shared)) if args.pool else None
+    )
     hits = [
-        pick_accuracy(fs, pooled if args.pool else solve(fs, known=given(ids))) * len(fs)
+        pick_accuracy(fs, solve(fs, known=given(ids)) if pooled is None else pooled) * len(fs)
         for fs, ids in per_document
         if fs
     ]
@@ -167,10 +168,12 @@ def main(argv: list[str] | None = None) -> None:
     n = sum(sizes)
     layout = "every one-off fact contested" if args.contest_every_fact else "the question plan"
     scope = "one table for all documents" if args.pool else "one table per document"
-    given = f"; signs given: {args.known_verbs:.0%} of verbs, {args.known_outcomes:.0%} of outcomes"
+    handed = (
+        f"; signs given: {args.known_verbs:.0%} of verbs, {args.known_outcomes:.0%} of outcomes"
+    )
     print(
         f"{args.split} {args.doc_tokens} tokens, {args.docs} documents ({layout}; {scope}"
-        f"{given if known else ''}), {n} contested facts: pick accuracy {sum(hits) / n:.3f} "
+        f"{handed if known else ''}), {n} contested facts: pick accuracy {sum(hits) / n:.3f} "
         f"(95% upper {clustered_upper(hits, sizes):.3f}, documents resampled; chance 1/6)"
     )
 

@@ -61,8 +61,6 @@ from envtools.policies.fathom.reader import read_slice, reads_whole_history, req
 # ----------------------------------------------------------------------- REPL cells
 
 
-# The whole text in pieces of at most `cap` characters, cut at a paragraph break, else after a
-# full stop.
 def _printed_piece(output: str, length: int) -> str:
     """A piece of text as the REPL printed it, put back as it stood in the text. The output loses
     its trailing line breaks, and the piece's length gives them back, so a paragraph break between
@@ -74,6 +72,8 @@ def _printed_piece(output: str, length: int) -> str:
     return output.ljust(length, "\n")
 
 
+# The whole text in pieces of at most `cap` characters, cut at a paragraph break, else after a
+# full stop.
 _PIECES_CODE = """# pieces
 out, a = [], 0
 while len(doc) - a > {cap}:
