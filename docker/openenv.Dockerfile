@@ -1,5 +1,5 @@
 # The OpenEnv server of fathom-rlm or gsm8k-multireward (openenv-core's HTTP + WebSocket app
-# behind openenv-guard). Configured, not run: no container engine runs where this recipe was
+# behind the guard both share). Configured, not run: no container engine runs where this recipe was
 # written.
 #
 # It listens on 0.0.0.0, so it needs bearer tokens: a file with one token per line (one per
@@ -13,6 +13,15 @@
 #   docker run -p 8000:8000 -v "$PWD/tokens.txt:/run/secrets/openenv_token:ro" \
 #       -v /data/gsm8k:/data rl-envs-openenv \
 #       gsm8k_multireward.openenv.server.app --host 0.0.0.0 --port 8000 --data /data/test.jsonl
+# Stage 1: a wheel of each environment. Building it copies in the code they share (`packages/`,
+# linked from each environment's `_vendor`), so the wheels install with nothing else from here.
+FROM python:3.11-slim AS wheels
+COPY packages /src/packages
+COPY environments /src/environments
+RUN python -m pip install --no-cache-dir uv \
+    && python -m uv build --wheel --out-dir /wheels /src/environments/fathom_rlm \
+    && python -m uv build --wheel --out-dir /wheels /src/environments/gsm8k_multireward
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -20,19 +29,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     OPENENV_TOKEN_FILE=/run/secrets/openenv_token
 
-WORKDIR /srv
-# The two environment packages, the adapter code they share and the guard their `[openenv]`
-# extra needs: they install and run without the workspace root.
-COPY packages/env_adapters /srv/packages/env_adapters
-COPY packages/openenv_guard /srv/packages/openenv_guard
-COPY environments/fathom_rlm /srv/environments/fathom_rlm
-COPY environments/gsm8k_multireward /srv/environments/gsm8k_multireward
-RUN python -m pip install uv \
-    && python -m uv pip install --system \
-        /srv/packages/env_adapters \
-        /srv/packages/openenv_guard \
-        "/srv/environments/fathom_rlm[openenv]" \
-        "/srv/environments/gsm8k_multireward[openenv]"
+COPY --from=wheels /wheels /wheels
+RUN cd /wheels && python -m pip install \
+        "$(ls fathom_rlm-*.whl)[openenv]" "$(ls gsm8k_multireward-*.whl)[openenv]"
 
 # The server runs as root so that the sandbox can drop each worker to an unprivileged uid
 # (process limits do not bind root). Its network namespace needs CAP_SYS_ADMIN

@@ -21,9 +21,8 @@ build_matrix_venv() {
     local version="$1" venv=".venvs/verifiers-$1"
     [ -x "$venv/bin/python" ] || uv venv --quiet --python "$main_python" "$venv"
     uv pip sync --quiet --python "$venv/bin/python" "ci/requirements/verifiers-$version.txt"
-    # The environments (and their shared adapter package) only: the scripted policy server runs
-    # from the main venv.
-    uv pip install --quiet --python "$venv/bin/python" --no-deps -e packages/env_adapters \
+    # The environments only: the scripted policy server runs from the main venv.
+    uv pip install --quiet --python "$venv/bin/python" --no-deps \
         -e environments/gsm8k_multireward -e environments/fathom_rlm
     if ! uv pip check --quiet --python "$venv/bin/python"; then
         echo "error: ci/requirements/verifiers-$version.txt is stale; regenerate it" >&2
@@ -31,18 +30,24 @@ build_matrix_venv() {
     fi
 }
 # The TRL venv: TRL's GRPOTrainer for the GDPO/GRPO launcher tests (tests/integration/
-# test_trl_launch.py). Built with pip, never uv: uv would resolve torch to a multi-GB CUDA build,
-# while `pip install torch==2.13.0` takes the CPU build. Everything else is pinned in
-# ci/requirements/trl-1.16.0.txt (its header names the command that made it).
+# test_trl_launch.py). torch is the CPU build, asked for by its local version `+cpu`: the public
+# index has no such file (its Linux torch is the multi-GB CUDA build), so pip takes it from
+# PyTorch's CPU wheel index or a local wheel folder when pip is configured with one
+# (PIP_EXTRA_INDEX_URL, PIP_FIND_LINKS), and otherwise stops here rather than download CUDA.
+# Everything else is pinned in ci/requirements/trl-1.16.0.txt (its header names the command).
+TORCH_CPU="torch==2.13.0+cpu"
 build_trl_venv() {
     local venv=".venvs/trl" pins="ci/requirements/trl-1.16.0.txt"
     local pip=("$venv/bin/python" -m pip --quiet --disable-pip-version-check)
     [ -x "$venv/bin/python" ] || python -m venv "$venv"
-    "${pip[@]}" install torch==2.13.0
+    if ! "${pip[@]}" install "$TORCH_CPU"; then
+        echo "error: pip found no $TORCH_CPU (the CPU build); point pip at PyTorch's CPU wheel" \
+            "index (PIP_EXTRA_INDEX_URL) or a folder holding the wheel (PIP_FIND_LINKS)" >&2
+        exit 1
+    fi
     "${pip[@]}" install --no-deps -r "$pins"
-    # The launcher (root package), both environments and their shared adapter package (pip cannot
-    # resolve a workspace package by name); their verifiers extras are not needed.
-    "${pip[@]}" install --no-deps --no-build-isolation -e . -e packages/env_adapters \
+    # The launcher (root package) and both environments; their verifiers extras are not needed.
+    "${pip[@]}" install --no-deps --no-build-isolation -e . \
         -e environments/gsm8k_multireward -e environments/fathom_rlm
     # The root package's own dependencies (plots, an OpenAI client) are not needed by the launcher.
     local broken

@@ -7,7 +7,7 @@ import dataclasses
 
 import pydantic
 import pytest
-from env_adapters.fields import fields_model
+from fathom_rlm._vendor.env_adapters.fields import fields_model
 
 
 @dataclasses.dataclass(frozen=True)

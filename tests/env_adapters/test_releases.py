@@ -7,7 +7,12 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError
 
 import pytest
-from env_adapters import has_v1_api, releases, require_legacy_api, verifiers_release
+from fathom_rlm._vendor.env_adapters import (
+    has_v1_api,
+    releases,
+    require_legacy_api,
+    verifiers_release,
+)
 
 
 def installed(monkeypatch: pytest.MonkeyPatch, release: str | None) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from env_adapters import RewardBatch, TRLEnvironment, named_rewards
+from fathom_rlm._vendor.env_adapters import RewardBatch, TRLEnvironment, named_rewards
 
 
 def test_each_key_gets_a_function_named_by_it() -> None:

@@ -1,7 +1,8 @@
 """Every grading call is bounded, pathological answers score 0, and no process leaks.
 
-Bounds here are generous "does not hang" limits (several times the timeout), never speed
-claims: the machine running the tests may be busy.
+No test here times a call: the machine running the tests may be busy. Each asserts that every
+call returned with the right score (an unbounded call never returns, and the test's own timeout
+fails it) and, where the pool counts it, what bounded the poison.
 """
 
 from __future__ import annotations
@@ -39,8 +40,6 @@ NORMAL = [
     ("<think>...</think> \\boxed{\\$1,000}", "1000", 1.0),
 ]
 TIMEOUT = 1.0
-# Generous bound: the poison costs at most its own timeout, calls overlap, the host is shared.
-BOUND = 10 * TIMEOUT
 
 
 def _batch() -> list[tuple[str, str, float]]:
@@ -88,22 +87,19 @@ def _run_threads(grader: MathGrader, batch: list[tuple[str, str, float]], thread
 
 
 def test_poison_with_prefilter_in_threads(grader: MathGrader) -> None:
-    # The default grader rejects the poison before any worker sees it.
+    # The default grader rejects the poison before any worker sees it: no call hits a deadline.
     batch = _batch()
-    started = time.monotonic()
+    timeouts = grader.pool.timeouts
     results = _run_threads(grader, batch, threads=4)
     assert results == [expected for _, _, expected in batch]
-    assert time.monotonic() - started < BOUND
+    assert grader.pool.timeouts == timeouts
 
 
 @pytest.mark.slow
 def test_poison_in_concurrent_threads(poison_grader: MathGrader) -> None:
     batch = _batch()
-    started = time.monotonic()
     results = _run_threads(poison_grader, batch, threads=4)
-    elapsed = time.monotonic() - started
     assert results == [expected for _, _, expected in batch]
-    assert elapsed < BOUND
 
 
 @pytest.mark.slow
@@ -115,16 +111,11 @@ def test_poison_in_concurrent_tasks(poison_grader: MathGrader) -> None:
             *(poison_grader.agrade(extract_answer(text), gold) for text, gold, _ in batch)
         )
 
-    started = time.monotonic()
     results = asyncio.run(run())
-    elapsed = time.monotonic() - started
     assert results == [expected for _, _, expected in batch]
-    assert elapsed < BOUND
     # grade_many on the same batch agrees.
     pairs = [(extract_answer(completion), gold) for completion, gold, _ in batch]
-    started = time.monotonic()
     assert poison_grader.grade_many(pairs) == results
-    assert time.monotonic() - started < BOUND
 
 
 @pytest.mark.slow
@@ -169,9 +160,7 @@ def test_stuck_worker_is_killed_and_replaced(
     try:
         assert pool.verify("2 \\times 9", "18") == 1.0
         first = set(pool.worker_pids())
-        started = time.monotonic()
         assert pool.verify("10^{10^{10}}", "10") == 0.0
-        assert time.monotonic() - started < 10 * 2.0
         assert pool.timeouts == 1
         assert not [pid for pid in first if is_alive(pid)]  # the stuck worker is gone
         assert pool.verify("\\sqrt{324}", "18") == 1.0  # a fresh worker takes over

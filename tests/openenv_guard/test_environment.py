@@ -8,7 +8,7 @@ import random
 from typing import Any
 
 import pytest
-from openenv_guard import LoopEnvironment, row_index
+from fathom_rlm._vendor.openenv_guard import LoopEnvironment, row_index
 
 
 def test_task_index_names_the_row() -> None:

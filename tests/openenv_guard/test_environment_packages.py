@@ -138,7 +138,7 @@ def test_a_bad_gsm8k_value_fails_at_start(start_failure: Any) -> None:
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from openenv_guard import guard_settings
+    from fathom_rlm._vendor.openenv_guard import guard_settings
 
     return guard_settings(args)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from openenv_guard.settings import client_name, is_loopback, read_tokens
+from fathom_rlm._vendor.openenv_guard.settings import client_name, is_loopback, read_tokens
 
 A, B = "token-a-0123456789abcdef", "token-b-0123456789abcdef"
 

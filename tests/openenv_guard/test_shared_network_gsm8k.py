@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 import pytest
+from gsm8k_multireward._vendor.openenv_guard.client import TokenEnvClient
 from gsm8k_multireward.openenv import Gsm8kAction, Gsm8kEnvClient
-from openenv_guard.client import TokenEnvClient
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 

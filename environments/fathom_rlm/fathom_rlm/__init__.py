@@ -3,7 +3,7 @@
 import importlib
 from typing import Any
 
-from env_adapters import has_v1_api, require_legacy_api
+from fathom_rlm._vendor.env_adapters import has_v1_api, require_legacy_api
 
 _V1_EXPORTS = {
     "FathomTaskset": "fathom_rlm.adapters.v1",

@@ -1,7 +1,6 @@
 """gsm8k-multireward: GSM8K with a correctness reward and a correctness-gated length reward."""
 
-from env_adapters import has_v1_api, require_legacy_api
-
+from gsm8k_multireward._vendor.env_adapters import has_v1_api, require_legacy_api
 from gsm8k_multireward.config import DEFAULT_SYSTEM_PROMPT, GSM8KConfig
 from gsm8k_multireward.data import build_prompt, load_examples
 from gsm8k_multireward.grading import MathGrader, gold_from_solution

@@ -3,8 +3,8 @@ environment's core may import it): the installed verifiers' API (`releases`), an
 TRL launcher takes with TRL's named reward functions (`trl`). `env_adapters.fields` (pydantic) is
 imported on its own."""
 
-from env_adapters.releases import has_v1_api, require_legacy_api, verifiers_release
-from env_adapters.trl import (
+from .releases import has_v1_api, require_legacy_api, verifiers_release
+from .trl import (
     BatchScores,
     RewardBatch,
     RewardFunc,

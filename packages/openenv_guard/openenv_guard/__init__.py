@@ -1,13 +1,13 @@
 """Serving an openenv-core environment to clients it does not trust (see `settings` for the
 limits, `middleware` for where they are enforced, `quotas` for model-endpoint budgets)."""
 
-from openenv_guard.app import RowResetArgs, add_error_handlers, guard_app, guarded_env_app, serve
-from openenv_guard.client import ModelClient, TokenClient, TokenEnvClient
-from openenv_guard.command import run_server, server_parser
-from openenv_guard.environment import LoopEnvironment, row_index
-from openenv_guard.flags import add_config_arguments, config_values
-from openenv_guard.middleware import ServingGuard
-from openenv_guard.quotas import (
+from .app import RowResetArgs, add_error_handlers, guard_app, guarded_env_app, serve
+from .client import ModelClient, TokenClient, TokenEnvClient
+from .command import run_server, server_parser
+from .environment import LoopEnvironment, row_index
+from .flags import add_config_arguments, config_values
+from .middleware import ServingGuard
+from .quotas import (
     Client,
     ClientQuotas,
     QuotaExceeded,
@@ -15,7 +15,7 @@ from openenv_guard.quotas import (
     current_client,
     offload,
 )
-from openenv_guard.settings import (
+from .settings import (
     TOKEN_FILE_VAR,
     TOKEN_VAR,
     GuardSettings,

@@ -13,9 +13,9 @@ from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.types import ConcurrencyConfig
 from pydantic import BaseModel, ConfigDict, Field
 
-from openenv_guard.middleware import ServingGuard, describe_errors
-from openenv_guard.quotas import ClientQuotas
-from openenv_guard.settings import GuardSettings
+from .middleware import ServingGuard, describe_errors
+from .quotas import ClientQuotas
+from .settings import GuardSettings
 
 SWITCH_INTERVAL_S = 0.0005
 

@@ -7,8 +7,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from openenv_guard.app import serve
-from openenv_guard.settings import GuardSettings, add_guard_arguments, guard_settings
+from .app import serve
+from .settings import GuardSettings, add_guard_arguments, guard_settings
 
 
 def server_parser(

@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from openenv_guard.quotas import Client, ClientQuotas, offload, serving
-from openenv_guard.settings import GuardSettings, client_name
+from .quotas import Client, ClientQuotas, offload, serving
+from .settings import GuardSettings, client_name
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

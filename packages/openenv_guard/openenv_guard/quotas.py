@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from openenv_guard.settings import GuardSettings
+from .settings import GuardSettings
 
 T = TypeVar("T")
 

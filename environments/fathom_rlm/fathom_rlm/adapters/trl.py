@@ -29,8 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
-from env_adapters import RewardBatch, TRLEnvironment, named_rewards
-
+from fathom_rlm._vendor.env_adapters import RewardBatch, TRLEnvironment, named_rewards
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.endpoint import Endpoint, per_call_chat
 from fathom_rlm.adapters.scoring import build_rows, load_document, reward_config

@@ -27,9 +27,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import verifiers.v1 as vf
-from env_adapters.fields import fields_model
 from pydantic import ConfigDict, Field, model_validator
 
+from fathom_rlm._vendor.env_adapters.fields import fields_model
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.harness import FathomHarness
 from fathom_rlm.adapters.scoring import REWARD_NAME, build_rows, gold_problems, score

@@ -9,8 +9,7 @@ come back as `FathomObservation`s and the state as `FathomState`.
 
 from __future__ import annotations
 
-from openenv_guard.client import ModelClient
-
+from fathom_rlm._vendor.openenv_guard.client import ModelClient
 from fathom_rlm.openenv.models import FathomAction, FathomObservation, FathomState
 
 

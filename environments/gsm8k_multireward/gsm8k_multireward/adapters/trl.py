@@ -18,8 +18,12 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from env_adapters import RewardBatch, RewardFunc, TRLEnvironment, named_rewards
-
+from gsm8k_multireward._vendor.env_adapters import (
+    RewardBatch,
+    RewardFunc,
+    TRLEnvironment,
+    named_rewards,
+)
 from gsm8k_multireward.config import GSM8KConfig
 from gsm8k_multireward.data import build_prompt, load_examples
 from gsm8k_multireward.grading import MathGrader

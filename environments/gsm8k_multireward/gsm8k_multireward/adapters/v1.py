@@ -25,10 +25,10 @@ from dataclasses import fields
 from typing import Any
 
 import verifiers.v1 as vf
-from env_adapters.fields import fields_model
 from pydantic import ConfigDict, Field, model_validator
 from verifiers.v1.harnesses.null import NullHarnessConfig
 
+from gsm8k_multireward._vendor.env_adapters.fields import fields_model
 from gsm8k_multireward.config import DEFAULT_SYSTEM_PROMPT, SCORING_SETTINGS, GSM8KConfig
 from gsm8k_multireward.data import load_examples
 from gsm8k_multireward.grading import MathGrader

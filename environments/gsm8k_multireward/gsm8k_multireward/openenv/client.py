@@ -9,8 +9,7 @@ observations come back as `Gsm8kObservation`s and the state as `Gsm8kState`.
 
 from __future__ import annotations
 
-from openenv_guard.client import ModelClient
-
+from gsm8k_multireward._vendor.openenv_guard.client import ModelClient
 from gsm8k_multireward.openenv.models import Gsm8kAction, Gsm8kObservation, Gsm8kState
 
 

@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Callable
 from typing import TypeVar
 
-from openenv_guard import (
+from fathom_rlm._vendor.openenv_guard import (
     ClientQuotas,
     GuardSettings,
     add_config_arguments,
@@ -27,8 +27,7 @@ from openenv_guard import (
     run_server,
     server_parser,
 )
-from openenv_guard.middleware import ServingGuard
-
+from fathom_rlm._vendor.openenv_guard.middleware import ServingGuard
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.endpoint import Endpoint
 from fathom_rlm.openenv.models import FathomAction, FathomObservation

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from openenv_guard import (
+
+from fathom_rlm._vendor.openenv_guard import (
     ClientQuotas,
     LoopEnvironment,
     QuotaExceeded,
@@ -38,7 +39,6 @@ from openenv_guard import (
     current_client,
     row_index,
 )
-
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.endpoint import Endpoint, endpoint_chat
 from fathom_rlm.adapters.scoring import build_rows, document_text, score

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from openenv_guard import (
+from gsm8k_multireward._vendor.openenv_guard import (
     GuardSettings,
     add_config_arguments,
     config_values,
@@ -23,8 +23,7 @@ from openenv_guard import (
     run_server,
     server_parser,
 )
-from openenv_guard.middleware import ServingGuard
-
+from gsm8k_multireward._vendor.openenv_guard.middleware import ServingGuard
 from gsm8k_multireward.config import GSM8KConfig
 from gsm8k_multireward.openenv.models import Gsm8kAction, Gsm8kObservation
 from gsm8k_multireward.openenv.server.environment import (

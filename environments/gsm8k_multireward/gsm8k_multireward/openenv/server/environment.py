@@ -17,8 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from openenv_guard import LoopEnvironment, row_index
-
+from gsm8k_multireward._vendor.openenv_guard import LoopEnvironment, row_index
 from gsm8k_multireward.config import GSM8KConfig
 from gsm8k_multireward.data import build_prompt, load_examples
 from gsm8k_multireward.grading import MathGrader
