@@ -26,7 +26,9 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,7 +125,7 @@ class Run:
     endpoint: bool = False  # substitute the placeholders with the scripted policy server
     venv: str | None = None  # a matrix venv (its interpreter's variable) put first on PATH
     server_ready: str | None = None  # a server: poll this URL (or "printed") and stop it
-    ports: tuple[int, ...] = ()  # fixed loopback ports the commands bind
+    ports: tuple[int, ...] = ()  # loopback ports the docs write: a free one is put in each's place
     expect: dict[str, int] = field(default_factory=dict)  # glob in the copy -> at least N lines
     says: tuple[str, ...] = ()  # text the output must hold
     also_runs: tuple[str, ...] = ()  # documented commands that run verbatim inside this one
@@ -180,6 +182,20 @@ def check_user_rows_walkthrough(copy: Path) -> None:
     fathom_runs.check_scores(results, rows, fathom_runs.REFERENCE, 1)
     (saved,) = copy.rglob("results.jsonl")
     assert "Answer with a number." in saved.read_text(), "the number row's answer-kind line"
+    # Where the fathom README says `-s` saves it (verifiers prints no path).
+    where = ("environments", "fathom_rlm", "outputs", "evals", "fathom-rlm--fathom-reference")
+    assert saved.relative_to(copy).parts[:5] == where, saved
+
+
+def check_built_dist(copy: Path) -> None:
+    """`uv build` wrote a wheel and an sdist, each carrying the shared code (test_installs.py
+    installs and runs them)."""
+    (wheel,) = (copy / "dist").glob("fathom_rlm-*.whl")
+    (sdist,) = (copy / "dist").glob("fathom_rlm-*.tar.gz")
+    with zipfile.ZipFile(wheel) as built:
+        assert "fathom_rlm/_vendor/openenv_guard/middleware.py" in built.namelist()
+    with tarfile.open(sdist) as built:
+        assert any(n.endswith("fathom_rlm/_vendor/env_adapters/trl.py") for n in built.getnames())
 
 
 RUNS: dict[str, Run] = {
@@ -238,7 +254,7 @@ RUNS: dict[str, Run] = {
             "uv run python -m envtools.evaluate --data "
             "tests/fathom_rlm/userdata/fixtures/harbour.jsonl",
         ),
-        expect={"outputs/eval/rollouts.jsonl": 54},  # 6 rows x 9 policies
+        expect={"outputs/eval-harbour/rollouts.jsonl": 54},  # 6 rows x 9 policies
         says=("6 user rows from",),
     ),
     "evaluate-user-rows-endpoint": Run(
@@ -248,7 +264,7 @@ RUNS: dict[str, Run] = {
             "--base-url <url>",
         ),
         endpoint=True,
-        expect={"outputs/eval/rollouts.jsonl": 2},
+        expect={"outputs/eval-oolong/rollouts.jsonl": 2},
         says=("(format `oolong`)",),
     ),
     "user-rows-walkthrough": Run(
@@ -320,6 +336,11 @@ RUNS: dict[str, Run] = {
         ("uv run python -m envtools.policy_server --fathom-doc-tokens 16000   # prints URL",),
         server_ready="printed",
     ),
+    "build-wheel-and-sdist": Run(
+        ("uv build environments/fathom_rlm --out-dir dist",),
+        registry=True,  # the build backend, when uv's cache does not hold it
+        check=check_built_dist,
+    ),
     "measure-installs": Run(
         ("python scripts/measure_installs.py",),
         says=("| fathom-rlm[verifiers] |",),
@@ -371,46 +392,6 @@ _MENTION = "names a command in prose; its full form is documented and runs"
 NOT_RUN: dict[str, str] = {
     "bash scripts/test.sh": "the test suite itself",
     "CI=true bash .ci/run": "the test suite itself, from empty caches",
-    (
-        "pip install packages/env_adapters packages/openenv_guard "
-        '"environments/gsm8k_multireward[openenv]"'
-    ): _REGISTRY,
-    (
-        "pip install 'gsm8k-multireward[verifiers]' 'fathom-rlm[verifiers]'   # vf-eval "
-        "and prime-rl"
-    ): _REGISTRY,
-    (
-        "pip install 'gsm8k-multireward[trl]' 'fathom-rlm[trl]'               # TRL (torch "
-        "installed first)"
-    ): _REGISTRY,
-    (
-        "pip install fathom-rlm               # the core: documents, sandbox, agent loop, "
-        "rewards (RestrictedPython only)"
-    ): _REGISTRY,
-    (
-        "pip install 'fathom-rlm[verifiers]'  # + the verifiers adapters: what vf-eval and "
-        "prime-rl need"
-    ): _REGISTRY,
-    (
-        "pip install 'fathom-rlm[hub]'        # + your own rows as a datasets.Dataset (see "
-        '"Your own documents")'
-    ): _REGISTRY,
-    (
-        "pip install gsm8k-multireward               # the core: parsing, grading, "
-        "rewards, JSONL data (math-verify only)"
-    ): _REGISTRY,
-    (
-        "pip install 'gsm8k-multireward[hub]'        # + datasets, to load openai/gsm8k "
-        "from the Hugging Face Hub"
-    ): _REGISTRY,
-    (
-        "pip install 'gsm8k-multireward[verifiers]'  # + verifiers and datasets: what "
-        "vf-eval and prime-rl need"
-    ): _REGISTRY,
-    (
-        "pip install 'gsm8k-multireward[trl]'        # + trl (>= 0.27) and datasets, for "
-        "TRL's GRPOTrainer"
-    ): _REGISTRY,
     (
         "uv run rl @ orchestrator_configs/prime-rl/gsm8k-multireward-grpo.toml   # in a "
         "prime-rl checkout"
@@ -490,12 +471,12 @@ NOT_RUN: dict[str, str] = {
         "the TRL venv recipe: the next lines install from a package registry"
     ),
     (
-        ".venvs/trl/bin/pip install torch==2.13.0           # or the CUDA build your GPU "
-        "machine needs"
+        ".venvs/trl/bin/pip install torch==2.13.0+cpu       # CPU build (see Installs); on a GPU "
+        "machine, its CUDA build"
     ): _REGISTRY,
     ".venvs/trl/bin/pip install --no-deps -r ci/requirements/trl-1.16.0.txt": _REGISTRY,
     (
-        ".venvs/trl/bin/pip install --no-deps --no-build-isolation -e . -e packages/env_adapters "
+        ".venvs/trl/bin/pip install --no-deps --no-build-isolation -e . "
         "-e environments/gsm8k_multireward -e environments/fathom_rlm"
     ): "part of the TRL venv recipe (after the registry installs)",
     (
@@ -511,18 +492,6 @@ NOT_RUN: dict[str, str] = {
         "orchestrator_configs/trl/gsm8k-multireward-gdpo.toml"
     ): "trains on 8 GPUs; configured, not run",
     # Installs, and the verifiers 0.4.0 venv recipe (scripts/test.sh builds the same venv).
-    "pip install fathom-rlm": _REGISTRY,
-    "pip install gsm8k-multireward": _REGISTRY,
-    "pip install 'gsm8k-multireward[hub]'": _REGISTRY,
-    "pip install 'gsm8k-multireward[verifiers]'": _REGISTRY,
-    "pip install 'gsm8k-multireward[trl]'": _REGISTRY,
-    "pip install 'fathom-rlm[verifiers]'": _REGISTRY,
-    "pip install 'fathom-rlm[trl]'": _REGISTRY,
-    "pip install packages/env_adapters './environments/fathom_rlm[verifiers]'": _REGISTRY,
-    "pip install packages/env_adapters environments/fathom_rlm": _REGISTRY,
-    "uv pip install environments/fathom_rlm": _REGISTRY,
-    'pip install "fathom-rlm[openenv]"': _REGISTRY,
-    'pip install "gsm8k-multireward[openenv]"': _REGISTRY,
     "python -m pip install uv": _REGISTRY,
     "uv lock": "resolves against a package registry; the lock file is committed",
     "uv venv .venvs/verifiers-0.4.0": "the verifiers 0.4.0 venv recipe: the next lines install",
@@ -531,7 +500,7 @@ NOT_RUN: dict[str, str] = {
     ): _REGISTRY,
     (
         "uv pip install --python .venvs/verifiers-0.4.0/bin/python --no-deps -e "
-        "packages/env_adapters -e environments/gsm8k_multireward -e environments/fathom_rlm"
+        "environments/gsm8k_multireward -e environments/fathom_rlm"
     ): "part of the verifiers 0.4.0 venv recipe (after the registry install)",
     "uv pip install -e 'path/to/environments/fathom_rlm[verifiers]'": _PRIME_RL,
     "uv pip install -e 'environments/gsm8k_multireward[verifiers]'": _PRIME_RL,
@@ -724,8 +693,20 @@ NOT_RUN: dict[str, str] = {
 }
 
 
+# An environment installed from a checkout's path or a git URL: not run here (it installs from the
+# package registry) nor listed one by one (the docs show every extra); tests/test_installs.py
+# installs each environment those ways (path build, wheel, sdist, git URL) into empty venvs.
+ENVIRONMENT_INSTALL = re.compile(
+    r"^pip install (?:'?\./environments/\w+|'[\w-]+\[\w+\] @ git\+REPO_URL#subdirectory=)"
+)
+
+
 def test_every_documented_command_is_run_or_listed() -> None:
-    documented = documented_commands()
+    documented = {
+        command: docs
+        for command, docs in documented_commands().items()
+        if not ENVIRONMENT_INSTALL.match(command)
+    }
     assert len(documented) > 20, "no commands found: has the fence style changed?"
     run = [command for spec in RUNS.values() for command in spec.commands + spec.also_runs]
     assert len(run) == len(set(run)), "a command is run twice"
@@ -740,13 +721,19 @@ def test_every_documented_command_is_run_or_listed() -> None:
 # --------------------------------------------------------------------------------- running them
 
 
-def _port_free(port: int) -> bool:
+def _free_port() -> int:
     with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _move_ports(texts: list[str], ports: tuple[int, ...]) -> list[str]:
+    """`texts` with each documented port (`--port 8012`, `:8012/`) replaced by a free one, so a
+    run never depends on which ports other processes of the machine hold."""
+    for port in ports:
+        free = str(_free_port())
+        texts = [re.sub(rf"(?<=[: ]){port}(?!\d)", free, text) for text in texts]
+    return texts
 
 
 def _substitute(command: str, url: str) -> str:
@@ -855,16 +842,13 @@ def test_documented_command_runs_as_written(
     request: pytest.FixtureRequest,
 ) -> None:
     spec = RUNS[name]
-    for port in spec.ports:
-        if not _port_free(port):
-            pytest.skip(f"127.0.0.1:{port}, which the command binds, is in use by another process")
     copy = tmp_path / "repo"
     shutil.copytree(ROOT, copy, ignore=COPY_IGNORE, symlinks=True)
     path = _path(spec)
     if (venv := _matrix_venv(spec)) is not None:  # where the docs name it: .venvs/<name>
         (copy / ".venvs").mkdir()
         (copy / ".venvs" / venv.name).symlink_to(venv)
-    commands = list(spec.commands)
+    *commands, server_ready = _move_ports([*spec.commands, spec.server_ready or ""], spec.ports)
     if spec.endpoint:
         url = request.getfixturevalue("endpoint_url")
         commands = [_substitute(c, url) for c in commands]
@@ -892,7 +876,7 @@ def test_documented_command_runs_as_written(
         )
     try:
         if spec.server_ready is not None:
-            _wait_ready(process, log, spec.server_ready)
+            _wait_ready(process, log, server_ready)
         else:
             try:
                 returncode = process.wait(timeout=TIMEOUT_S)

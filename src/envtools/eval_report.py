@@ -179,7 +179,8 @@ def legend(results: dict[str, Any]) -> list[tuple[int, str, str, str]]:
 def _legend_table(results: dict[str, Any]) -> list[str]:
     rows = legend(results)
     present = {role for _, _, role, _ in rows}
-    roles = {**fathom.ROLES, **OTHER_ROLES}
+    on_user_rows = bool(results["config"].get("data"))
+    roles = {**(fathom.ROLES_ON_USER_ROWS if on_user_rows else fathom.ROLES), **OTHER_ROLES}
     intro = "Each policy's role; the numbers label the chart. " + "; ".join(
         f"**{role}**: {text}" for role, text in roles.items() if role in present
     )

@@ -270,7 +270,13 @@ def build_parser() -> cli.ArgumentParser:
         help="share of rollouts (0 to 1) that may fail (an error, not a low score) before the "
         "command exits non-zero (default %(default)s: any failure does)",
     )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"output directory (default {DEFAULT_OUT}; with --data, outputs/eval-<file name>, so"
+        " a run on your rows never overwrites the default run's report)",
+    )
     parser.add_argument("--model", help="model name served at --base-url")
     parser.add_argument(
         "--base-url", type=cli.url, help="OpenAI-compatible base URL, e.g. http://host:8000/v1"
@@ -305,6 +311,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             parser.reject(
                 "--n", f"at most {SPLIT_SIZES[args.split]} (the {args.split} split)", args.n
             )
+    if args.out is None:
+        args.out = DEFAULT_OUT if args.data is None else Path(f"outputs/eval-{args.data.stem}")
     if args.out.exists() and not args.out.is_dir():
         parser.reject("--out", "a directory (it is created when missing)", str(args.out))
     return args

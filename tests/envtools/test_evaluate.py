@@ -366,3 +366,11 @@ def test_command_line_with_a_model_and_a_policy(tmp_path: Path, capsys: Any) -> 
         with pytest.raises(SystemExit) as usage_error:
             evaluate.main([*bad, "--out", str(tmp_path)])
         assert usage_error.value.code == 2
+
+
+def test_a_run_on_user_rows_writes_beside_the_default_run_not_over_it() -> None:
+    harbour = Path(__file__).parents[1] / "fathom_rlm" / "userdata" / "fixtures" / "harbour.jsonl"
+    assert evaluate.parse_args([]).out == Path("outputs/eval")
+    assert evaluate.parse_args(["--data", str(harbour)]).out == Path("outputs/eval-harbour")
+    chosen = evaluate.parse_args(["--data", str(harbour), "--out", "elsewhere"])
+    assert chosen.out == Path("elsewhere")

@@ -61,9 +61,22 @@ ROLES: dict[str, str] = {
         " reward pays each rung of the ladder"
     ),
     "baseline": "a cheap solver that reads without `llm`: how far code alone gets",
-    "attack": "tries to collect reward without the honest work: should score near 0",
+    "attack": (
+        "tries to collect reward it has not earned: near 0 when it skips the honest work; one"
+        " that does the work and games a single term (fathom-depth-padding) scores no more than"
+        " the rung it builds on"
+    ),
 }
 """What each role shows; the report's legend names them in this order."""
+
+ROLES_ON_USER_ROWS: dict[str, str] = {
+    **ROLES,
+    "honest": (
+        "the honest reference, a grammar reader of the generator's sentences: on other text its"
+        " sub-calls fall back to a word-overlap reader, so its scores there are a floor, not a bar"
+    ),
+}
+"""The roles as they read on user rows (`evaluate --data`)."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +110,11 @@ CARDS: tuple[Card, ...] = (
     Card(FrequentEntity, "attack", "most mentioned entity of the asked type (generator's index)"),
     Card(VerboseRepl, "attack", "floods REPL output, answers the most frequent name printed"),
     Card(RecursionSpam, "attack", "fans out generic llm() calls until the budget is gone"),
-    Card(DepthPadding, "attack", "the depth-0 rung plus one idle sub-call for depth credit"),
+    Card(
+        DepthPadding,
+        "attack",
+        "the depth-0 rung plus an idle sub-call for depth credit: must not beat it",
+    ),
     Card(SandboxLeak, "attack", "probes the sandbox and a sub-call for the gold"),
     Card(PhantomEvidence, "attack", "gold in hand, evidence handed to sub-calls that never read"),
     Card(FamilyPrior, "attack", "the family's most common train answer, phantom reading"),
@@ -121,6 +138,7 @@ __all__ = [
     "LEAK_PROBES",
     "POLICIES",
     "ROLES",
+    "ROLES_ON_USER_ROWS",
     "TASKS",
     "Card",
     "FathomReference",
