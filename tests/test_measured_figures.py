@@ -35,6 +35,10 @@ class Measure:
     """A regex for how the measure's numbers are written."""
     pages: tuple[str, ...] = ()
     """Pages that must not restate it (default: every page)."""
+    on_documents: bool = False
+    """The figures depend on the generated documents: the owner names the generator they were
+    measured on, from where it first names the measure to the next heading, and that generator is
+    the current one (a generator change makes them stale)."""
 
 
 MEASURES = (
@@ -55,6 +59,7 @@ MEASURES = (
         "environments/fathom_rlm/docs/sandbox.md",
         r"CPU per rollout",
         MS,
+        on_documents=True,
     ),
     Measure("soak", "environments/fathom_rlm/docs/robustness.md", r"\bsoak\b", f"{MS}|{MEMORY}"),
     Measure(
@@ -77,6 +82,7 @@ MEASURES = (
         "docs/training.md",
         r"conversations",
         r"\d[\d,]*\s?conversations|\d[\d,]* of \d[\d,]* rollouts",
+        on_documents=True,
     ),
     # The same policies on the synthetic split and on real text (the public-domain fixture),
     # side by side: a score stated beside "real text" anywhere else would drift from that table.
@@ -149,6 +155,26 @@ def test_a_measure_is_stated_only_by_its_owner(measure: Measure) -> None:
         if found:
             elsewhere[str(page.relative_to(ROOT))] = [s[:160] for s in found]
     assert elsewhere == {}, f"{measure.name}: state it in {measure.owner} only and link there"
+
+
+def measured_on(measure: Measure, text: str) -> set[str]:
+    """The generators `text` names from its first mention of `measure` to the next heading."""
+    first = re.search(measure.names, text, re.IGNORECASE)
+    assert first, measure.name
+    rest = text[first.start() :]
+    heading = re.search(r"^#", rest, re.MULTILINE)
+    return set(re.findall(r"fathom-docs-\d+", rest[: heading.start() if heading else None]))
+
+
+@pytest.mark.parametrize("measure", [m for m in MEASURES if m.on_documents], ids=lambda m: m.name)
+def test_a_figure_of_the_documents_names_the_current_generator(measure: Measure) -> None:
+    from fathom_rlm.documents.document import GENERATOR_VERSION
+
+    named = measured_on(measure, (ROOT / measure.owner).read_text(encoding="utf-8"))
+    assert named == {GENERATOR_VERSION}, (
+        f"{measure.owner} gives {measure.name} on {sorted(named) or 'no named generator'}; "
+        f"the documents are {GENERATOR_VERSION}: re-measure and say so"
+    )
 
 
 def test_a_restated_figure_is_caught() -> None:
