@@ -44,7 +44,14 @@ from envtools.policies.fathom.verdict_attacks import (
 )
 from envtools.policies.fathom.verdict_text import documents, labelled_groups
 
-pytestmark = [pytest.mark.reward_audit, pytest.mark.xdist_group("test_keyword_solver_audit")]
+# The held-out fixture measures every attack on 300 questions: 40-80 s on a quiet 2-core machine,
+# so the default 300 s per test (fixture included) failed it on a machine four times as busy. The
+# timeout here only stops a hang.
+pytestmark = [
+    pytest.mark.reward_audit,
+    pytest.mark.xdist_group("test_keyword_solver_audit"),
+    pytest.mark.timeout(1200),
+]
 
 TOKENS = 16_000
 TRAIN_DOCS = 60
@@ -64,8 +71,10 @@ def heldout(fitted) -> dict:
 
 @pytest.fixture(scope="module")
 def train_in_sample(fitted) -> dict:
-    """The questions of the `train` documents the attacks were fitted on."""
-    return verdict_audit.measure(fitted, "train", 10 * TRAIN_DOCS, TOKENS).summary()
+    """The questions of half the `train` documents the attacks were fitted on (30 of 60), for
+    the two attacks whose in-sample strength is asserted."""
+    attacks = ("lexicon", "english-reader")
+    return verdict_audit.measure(fitted, "train", 5 * TRAIN_DOCS, TOKENS, attacks=attacks).summary()
 
 
 def _over_the_bar(rows: dict) -> dict[str, float]:

@@ -189,11 +189,18 @@ def measure(
     n: int,
     doc_tokens: int,
     progress: Callable[[str], None] | None = None,
+    attacks: Iterable[str] | None = None,
 ) -> Measurement:
-    """Every attack on the first ``n`` questions of ``split``, one document at a time."""
+    """Every attack (or those named in ``attacks``) on the first ``n`` questions of ``split``,
+    one document at a time."""
     from fathom_rlm.documents import matches_gold, split_tasks
 
     solvers = fitted.solvers()
+    if attacks is not None:
+        unknown = set(attacks) - set(solvers)
+        if unknown:
+            raise ValueError(f"unknown attacks: {sorted(unknown)}")
+        solvers = {name: solvers[name] for name in attacks}
     result = Measurement()
     pairs = split_tasks(split, n, doc_tokens=doc_tokens)  # type: ignore[arg-type]
     for k, (_, group) in enumerate(itertools.groupby(pairs, key=lambda p: p[0].seed)):
@@ -216,7 +223,8 @@ def measure(
                 result.picks[name][1] += facts
         result.settled.append(settled(document, doc, rows))
         if progress is not None:
-            answered = sum(len(oks) for v in result.right["keyword"].values() for oks in v)
+            first = next(iter(solvers))
+            answered = sum(len(oks) for v in result.right[first].values() for oks in v)
             progress(f"document {k + 1}: {answered} questions")
     return result
 
