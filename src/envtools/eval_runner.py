@@ -43,6 +43,7 @@ USER_ROW_POLICIES: tuple[str, ...] = (
     "fathom-closed-book",
     "fathom-format-only",
     "fathom-copy-question",
+    "fathom-blind-choice",
 )
 """The scripted policies that run on any text (the others read the generator's grammar or its
 world). On real text the reference's sub-calls are answered by a generic reader (the sentences

@@ -12,7 +12,11 @@ One JSON object a line (blank lines are skipped)::
      "depth": 1}                       (the recursion depth the question needs)
 
 Every row is checked before any is returned (nothing is half-loaded); the first bad row raises
-a `UserRowError` whose one-line message names the file, the line and the field. Loading puts
+a `UserRowError` whose one-line message names the file, the line and the field. A UTF-8
+byte-order mark at the start of the file or of a document is dropped. A `document_path` is
+relative to the rows file's folder and must stay inside it (no absolute paths, no "..", no
+symlink out); a document is a regular file of at most `MAX_DOCUMENT_BYTES`. A row repeated
+without an id (same document, question, answers and kind) is refused: it would count twice. Loading puts
 each document in the process's document store (`fathom_rlm.documents.store`) under its content
 hash, and each record carries only that key, so records stay small.
 """
@@ -35,6 +39,7 @@ from fathom_rlm.userdata.formats import to_native
 from fathom_rlm.userdata.grading import parse_accepted
 
 __all__ = [
+    "MAX_DOCUMENT_BYTES",
     "MAX_RECORD_BYTES",
     "NATIVE_KEYS",
     "USER_FAMILY",
@@ -59,8 +64,13 @@ NATIVE_KEYS = frozenset(
         "depth",
     }
 )
+BOM = b"\xef\xbb\xbf"
 USER_FAMILY = "user"
 """The `family` of every user record (reports group rows by family)."""
+MAX_DOCUMENT_BYTES = 4_000_000
+"""Largest document, in UTF-8 bytes (about a million tokens; the environment is built for
+~200K): a larger one is an error, so that no row can make the token budget meaningless or
+exhaust memory (`/dev/zero` as a path is refused, not read)."""
 MAX_RECORD_BYTES = 8_000
 """Largest JSON form of one record: task rows travel whole through trainers (verifiers v1
 keeps task data under 10 KB), so a question or answer list larger than this is an error."""
@@ -129,20 +139,43 @@ def _document(row: Mapping[str, Any], base: Path) -> str:
         text = row["document"]
         if not isinstance(text, str):
             raise RowFieldError("document", f"must be a string, not {type(text).__name__}")
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > MAX_DOCUMENT_BYTES:
+            raise RowFieldError("document", f"{size:,} bytes, over the {MAX_DOCUMENT_BYTES:,} cap")
     else:
-        name = row["document_path"]
-        if not isinstance(name, str) or not name:
-            raise RowFieldError("document_path", "must be a non-empty path string")
-        path = base / name
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            problem = f"cannot read {name!r}: {_one_line(reason)}"
-            raise RowFieldError("document_path", problem) from None
+        text = _read_document(row["document_path"], base)
     if not text.strip():
         raise RowFieldError("document_path" if "document_path" in row else "document", "empty")
     return text
+
+
+def _read_document(name: Any, base: Path) -> str:
+    """The text of `name`, a path relative to the rows file's folder `base` that stays inside
+    it (a shared rows file must not be able to put "/etc/passwd" or "../.ssh/id_rsa" in a
+    model's context): a regular UTF-8 file (a leading byte-order mark is dropped) of at most
+    `MAX_DOCUMENT_BYTES`."""
+    if not isinstance(name, str) or not name:
+        raise RowFieldError("document_path", "must be a non-empty path string")
+    folder = base.resolve()
+    path = (folder / name).resolve()
+    if not path.is_relative_to(folder):
+        raise RowFieldError(
+            "document_path", f"{name!r} is outside the rows file's folder (not allowed)"
+        )
+    try:
+        if not path.is_file():
+            problem = "no such file" if not path.exists() else "not a regular file"
+            raise RowFieldError("document_path", f"cannot read {name!r}: {problem}")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_DOCUMENT_BYTES + 4)
+        if len(data) > MAX_DOCUMENT_BYTES + 3 * data.startswith(BOM):
+            raise RowFieldError(
+                "document_path", f"{name!r} is over the {MAX_DOCUMENT_BYTES:,}-byte cap"
+            )
+        return data.decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise RowFieldError("document_path", f"cannot read {name!r}: {_one_line(reason)}") from None
 
 
 def _evidence(value: Any, document: str) -> tuple[tuple[int, int], ...]:
@@ -261,7 +294,7 @@ def load_rows(path: Path | str, *, format: str = "native") -> list[TaskRecord]:
     public row schema mapped onto the native row (`fathom_rlm.userdata.formats`)."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a BOM is no part of a row
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         raise UserRowError(f"{path}: cannot read the rows: {_one_line(reason)}") from None
@@ -283,12 +316,22 @@ def _load(
 ) -> list[TaskRecord]:
     parsed: list[ParsedRow] = []
     ids: dict[str, int] = {}
+    contents: dict[tuple[Any, ...], int] = {}
     for number, raw in numbered:
         try:
             row = parse_row(to_native(format, raw), base)
             if row.row_id is not None and row.row_id in ids:
                 raise RowFieldError("id", f"{row.row_id!r} repeats row {ids[row.row_id]}")
-            record = _record(row, document_id(row.document))
+            # A row repeated without ids is most likely pasted twice: it would count double.
+            key = document_id(row.document)
+            content = (key, row.question, row.answers, row.answer_kind)
+            if row.row_id is None and content in contents:
+                raise RowFieldError(
+                    "row",
+                    f"repeats row {contents[content]} (same document, question and answers; "
+                    "give each an id if the repeat is meant)",
+                )
+            record = _record(row, key)
             size = len(json.dumps(record.to_json()).encode("utf-8"))
             if size > MAX_RECORD_BYTES:
                 raise RowFieldError(
@@ -300,6 +343,8 @@ def _load(
             raise UserRowError(f"{where} {number}: {exc}") from None
         if row.row_id is not None:
             ids[row.row_id] = number
+        else:
+            contents.setdefault(content, number)
         parsed.append(row)
     # Only once every row is good do the documents enter the store.
     return [_record(row, DOCUMENTS.put(row.document)) for row in parsed]
