@@ -16,9 +16,9 @@ a `UserRowError` whose one-line message names the file, the line and the field. 
 byte-order mark at the start of the file or of a document is dropped. A `document_path` is
 relative to the rows file's folder and must stay inside it (no absolute paths, no "..", no
 symlink out); a document is a regular file of at most `MAX_DOCUMENT_BYTES`. A row repeated
-without an id (same document, question, answers and kind) is refused: it would count twice. Loading puts
-each document in the process's document store (`fathom_rlm.documents.store`) under its content
-hash, and each record carries only that key, so records stay small.
+without an id (same document, question, answers and kind) is refused: it would count twice.
+Loading puts each document in the process's document store (`fathom_rlm.documents.store`)
+under its content hash, and each record carries only that key, so records stay small.
 """
 
 from __future__ import annotations
