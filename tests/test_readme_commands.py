@@ -599,6 +599,7 @@ NOT_RUN: dict[str, str] = {
         "--policies fathom-reference-d1,fathom-reference-d0"
     ): _LONG,
     "uv run python benchmarks/fathom_documents.py": _LONG,
+    "uv run python benchmarks/user_rows_load.py --rows 200,1000,2000,5000 --documents 1,20": _LONG,
     "uv run python benchmarks/fathom_documents.py --cues 100 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --subjects 100 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --naive 5 --tokens 64000": _LONG,

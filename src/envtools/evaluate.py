@@ -319,8 +319,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def _load_data(parser: cli.ArgumentParser, args: argparse.Namespace) -> None:
-    """Read the user rows of --data (every row checked first); a bad file or row is a usage
-    error naming the line and the field."""
+    """Read the user rows of --data (the first --n of them, every one checked first); a bad
+    file or row is a usage error naming the line and the field."""
     refuse_generated_options(parser, args)
     if args.policies is not None:
         other = [p for p in args.policies if p not in USER_ROW_POLICIES]
@@ -331,9 +331,9 @@ def _load_data(parser: cli.ArgumentParser, args: argparse.Namespace) -> None:
                 ",".join(other),
             )
     args.data_format = args.data_format or "native"
-    rows = load_user_rows(parser, args.data, args.data_format)
-    args.n = min(args.n or len(rows), len(rows))
-    args.rows = rows[: args.n]
+    rows = load_user_rows(parser, args.data, args.data_format, limit=args.n)
+    args.n = len(rows)
+    args.rows = rows
 
 
 def _contenders(args: argparse.Namespace) -> list[Contender]:

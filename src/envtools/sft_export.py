@@ -373,7 +373,7 @@ def _load_data(parser: cli.ArgumentParser, args: argparse.Namespace) -> None:
     naming the line and the field."""
     refuse_generated_options(parser, args)
     args.data_format = args.data_format or "native"
-    args.rows = load_user_rows(parser, args.data, args.data_format)[: args.n]
+    args.rows = load_user_rows(parser, args.data, args.data_format, limit=args.n)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
