@@ -259,3 +259,20 @@ def test_a_bad_public_row_is_one_line_naming_its_field(
         load_rows(path, format=format)
     message = str(failed.value)
     assert "\n" not in message and message.startswith(f"{path}: line 1: {error}")
+
+
+def test_the_format_fixture_set_loads_with_its_formats() -> None:
+    """tests/fathom_rlm/fixtures/formats/: the needle rows are the needle tool's layout, the
+    OOLONG rows store bare answers (read as they are), the LongBench rows are LongBench v2's."""
+    formats = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
+    for name, format in (
+        ("needle.jsonl", "needle-tool"),
+        ("oolong.jsonl", "oolong"),
+        ("longbench.jsonl", "longbench"),
+    ):
+        rows = [json.loads(line) for line in (formats / name).open(encoding="utf-8")]
+        records = load_rows(formats / name, format=format)
+        assert len(records) == len(rows)
+        for row, record in zip(rows, records, strict=True):
+            gold = row["true_answer"] if "true_answer" in row else row["answer"]
+            assert grade_answer(gold, record).correct, (name, gold)
