@@ -54,6 +54,7 @@ from envtools.eval_report import (
     summarize,
 )
 from envtools.eval_runner import (
+    CHOICE_ROW_POLICIES,
     DEFAULT_CONCURRENCY,
     DEFAULT_DOC_TOKENS,
     DEFAULT_N,
@@ -341,7 +342,10 @@ def _contenders(args: argparse.Namespace) -> list[Contender]:
     run on any text) and the endpoint, if any."""
     names = args.policies
     if names is None:
-        every = USER_ROW_POLICIES if args.data is not None else fathom.POLICIES
+        if args.data is not None:
+            every = USER_ROW_POLICIES
+        else:
+            every = tuple(p for p in fathom.POLICIES if p not in CHOICE_ROW_POLICIES)
         names = [] if args.model else list(every)
     contenders = scripted_contenders(names)
     if args.model:
