@@ -81,6 +81,7 @@ def test_list_items_that_normalise_to_nothing_are_kept() -> None:
     assert not junk.correct and junk.partial == pytest.approx(2 * (2 / 6) / (2 / 6 + 1))
     assert grade_answer("timber, wool,", task).correct  # a trailing comma is no item
     assert grade_answer("- timber\n- wool", task).correct  # bullets are not items
+    assert grade_answer("Answer: timber, wool", task).correct  # nor is a leading label
 
 
 @pytest.mark.parametrize("item", ["_", "-", "?", " "])

@@ -13,8 +13,9 @@ kind accepts"); in short:
 * ``year``: exactly one whole number of at most four digits ("1850", "c.1850", "1850 AD";
   "44 BC" and "-44" are -44) equal to an accepted year; a full date is refused;
 * ``list``: the items, split at commas, semicolons and line breaks (a lone "and"/"or" before
-  the last item is dropped; one item holding " and " is also read as two), each normalised as
-  text; correct iff the set of items equals an accepted set (all the items and nothing else).
+  the last item is dropped; one item holding " and " is also read as two; a leading label is
+  dropped as for text), each normalised as text; correct iff the set of items equals an
+  accepted set (all the items and nothing else).
   A piece that normalises to nothing ("-", "?") is an item that matches nothing. Partial
   credit is the F1 of the items (harmonic mean of precision and recall) against the best
   accepted set; it is reported on its own (`list_partial_credit`), never as correctness;
@@ -377,7 +378,7 @@ def grade_answer(answer: str, task: TaskRecord) -> Grade:
         return Grade(False, 0.0 if kind == "list" else None)
     if kind == "list":
         golds = [frozenset(_clean_item(x) for x in items) for items in task.answer_lists]
-        readings = list_items(answer)
+        readings = list_items(strip_answer_label(answer))
         correct = any(r == g for r in readings for g in golds)
         partial = max((_f1(r, g) for r in readings for g in golds), default=0.0)
         return Grade(correct, partial)
