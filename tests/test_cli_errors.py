@@ -72,12 +72,17 @@ CASES: dict[str, Case] = {
         EVALUATE, "--data", f"{USER_ROWS}/bad_rows.jsonl", names="line 2: answer_kind"
     ),
     "evaluate --data bad format": _module(
-        EVALUATE, "--data", f"{USER_ROWS}/harbour.jsonl", "--format", "needle", names="line 1"
+        EVALUATE, "--data", f"{USER_ROWS}/harbour.jsonl", "--data-format", "needle", names="line 1"
     ),
     "evaluate --data with --split": _module(
         EVALUATE, "--data", f"{USER_ROWS}/harbour.jsonl", "--split", "eval", names="--split"
     ),
-    "evaluate --format without --data": _module(EVALUATE, "--format", "oolong", names="--format"),
+    "evaluate --data-format without --data": _module(
+        EVALUATE, "--data-format", "oolong", names="--data-format"
+    ),
+    "evaluate --format (the old spelling) without --data": _module(
+        EVALUATE, "--format", "oolong", names="--data-format"
+    ),
     "evaluate --data with a generator-only policy": _module(
         EVALUATE,
         "--data",
@@ -99,8 +104,11 @@ CASES: dict[str, Case] = {
     "policy_server --data bad row": _module(
         SERVER, "--data", f"{USER_ROWS}/bad_rows.jsonl", names="line 2: answer_kind"
     ),
-    "policy_server --format without --data": _module(
-        SERVER, "--format", "oolong", names="--format"
+    "policy_server --data-format without --data": _module(
+        SERVER, "--data-format", "oolong", names="--data-format"
+    ),
+    "policy_server --format (the old spelling) without --data": _module(
+        SERVER, "--format", "oolong", names="--data-format"
     ),
     "sft_export --data bad row": _module(
         SFT, "--data", f"{USER_ROWS}/bad_rows.jsonl", *SFT_OUT, names="line 2: answer_kind"

@@ -254,17 +254,38 @@ RUNS: dict[str, Run] = {
             "uv run python -m envtools.evaluate --data "
             "tests/fathom_rlm/userdata/fixtures/harbour.jsonl",
         ),
-        expect={"outputs/eval-harbour/rollouts.jsonl": 54},  # 6 rows x 9 policies
+        expect={"outputs/eval-harbour/rollouts.jsonl": 60},  # 6 rows x 10 policies
         says=("6 user rows from",),
+    ),
+    # The floor of choice rows (docs/evaluation.md): the report states it.
+    "evaluate-blind-choice": Run(
+        (
+            "uv run python -m envtools.evaluate --data "
+            "environments/fathom_rlm/fathom_rlm/data/public_domain/questions.jsonl --policies "
+            "fathom-reference,fathom-blind-choice --out outputs/eval-blind-choice",
+        ),
+        expect={"outputs/eval-blind-choice/rollouts.jsonl": 124},  # 62 rows x 2 policies
+        says=("Choice rows (5)",),
+    ),
+    "evaluate-blind-choice-longbench": Run(
+        (
+            "uv run python -m envtools.evaluate --data "
+            "tests/fathom_rlm/fixtures/formats/longbench.jsonl --data-format longbench "
+            "--policies fathom-reference,fathom-blind-choice "
+            "--out outputs/eval-blind-choice-longbench",
+        ),
+        expect={"outputs/eval-blind-choice-longbench/rollouts.jsonl": 8},  # 4 rows x 2
+        says=("Choice rows (4)",),
     ),
     "evaluate-user-rows-endpoint": Run(
         (
             "uv run python -m envtools.evaluate --data "
-            "tests/fathom_rlm/userdata/fixtures/oolong.jsonl --format oolong --model <model> "
+            "tests/fathom_rlm/userdata/fixtures/oolong_synth.jsonl --data-format oolong "
+            "--model <model> "
             "--base-url <url>",
         ),
         endpoint=True,
-        expect={"outputs/eval-oolong/rollouts.jsonl": 2},
+        expect={"outputs/eval-oolong_synth/rollouts.jsonl": 7},
         says=("(format `oolong`)",),
     ),
     "user-rows-walkthrough": Run(
@@ -547,6 +568,7 @@ NOT_RUN: dict[str, str] = {
         "--policies fathom-reference-d1,fathom-reference-d0"
     ): _LONG,
     "uv run python benchmarks/fathom_documents.py": _LONG,
+    "uv run python benchmarks/user_rows_load.py --rows 200,1000,2000,5000 --documents 1,20": _LONG,
     "uv run python benchmarks/fathom_documents.py --cues 100 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --subjects 100 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --naive 5 --tokens 64000": _LONG,

@@ -143,6 +143,20 @@ def _user_header(cfg: dict[str, Any]) -> list[str]:
         "row (recursion_efficiency without a stated depth, evidence recall without evidence, "
         "list partial credit on other kinds) is averaged over the rows where it applies, and "
         "the reward leaves its weight out (docs/rewards.md).",
+        *_choice_floor(cfg),
+    ]
+
+
+def _choice_floor(cfg: dict[str, Any]) -> list[str]:
+    floor = cfg.get("choice_floor")
+    if not floor:
+        return []
+    return [
+        "",
+        f"Choice rows ({floor['rows']}): a letter picked without reading earns 1/k on a row of k "
+        f"choices, {floor['mean']:.3f} on average here; that is the floor "
+        "(`fathom-blind-choice`, which touches the document once and reads nothing), and a "
+        "reader is worth what it earns above it.",
     ]
 
 

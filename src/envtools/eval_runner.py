@@ -43,10 +43,14 @@ USER_ROW_POLICIES: tuple[str, ...] = (
     "fathom-closed-book",
     "fathom-format-only",
     "fathom-copy-question",
+    "fathom-blind-choice",
 )
 """The scripted policies that run on any text (the others read the generator's grammar or its
 world). On real text the reference's sub-calls are answered by a generic reader (the sentences
 that share the most words with the question), so its scores there are a floor, not a target."""
+CHOICE_ROW_POLICIES: tuple[str, ...] = ("fathom-blind-choice",)
+"""Policies that mean something only on user rows with choice questions (generated rows have
+none): in the ladder of `--data` runs, left out of the default synthetic one."""
 
 
 @dataclass

@@ -5,7 +5,7 @@
     uv run python -m envtools.evaluate --model NAME --base-url http://host:port/v1
     uv run python -m envtools.evaluate --data my_rows.jsonl   # your own documents
 
-With `--data` the tasks are the user rows of a JSONL file (`fathom_rlm.userdata`; `--format`
+With `--data` the tasks are the user rows of a JSONL file (`fathom_rlm.userdata`; `--data-format`
 names a public row schema) instead of a synthetic split, and the default policies are those
 that run on any text (`USER_ROW_POLICIES`). Each policy answers a fixed, seeded sample of the
 `eval` split (or every user row) through the real agent loop,
@@ -54,6 +54,7 @@ from envtools.eval_report import (
     summarize,
 )
 from envtools.eval_runner import (
+    CHOICE_ROW_POLICIES,
     DEFAULT_CONCURRENCY,
     DEFAULT_DOC_TOKENS,
     DEFAULT_N,
@@ -73,6 +74,7 @@ from envtools.eval_runner import (
     scripted_contenders,
 )
 from envtools.policies import fathom
+from envtools.policies.fathom.attacks import choice_letters
 from envtools.policies.fathom.overlap_reader import reading_any_text
 from envtools.stats import DEFAULT_RESAMPLES
 from envtools.user_rows import load_user_rows, refuse_generated_options
@@ -243,10 +245,15 @@ def build_parser() -> cli.ArgumentParser:
         "README, 'Your own documents') to evaluate on instead of a synthetic split",
     )
     parser.add_argument(
-        "--format",
+        "--data-format",
         choices=tuple(FORMATS),
         default=None,
         help="the row schema of --data (default native)",
+    )
+    # The earlier spelling, kept working but no longer shown (sft_export's --format is its
+    # output's, so one name serves all three commands).
+    parser.add_argument(
+        "--format", dest="data_format", choices=tuple(FORMATS), help=argparse.SUPPRESS
     )
     parser.add_argument(
         "--policies",
@@ -302,8 +309,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.data is not None:
         _load_data(parser, args)
     else:
-        if args.format is not None:
-            parser.reject("--format", "--data (the file whose rows it reads)", args.format)
+        if args.data_format is not None:
+            parser.reject(
+                "--data-format", "--data (the file whose rows it reads)", args.data_format
+            )
         args.split = args.split or SPLIT
         args.doc_tokens = args.doc_tokens or DEFAULT_DOC_TOKENS
         args.n = args.n or DEFAULT_N
@@ -319,8 +328,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def _load_data(parser: cli.ArgumentParser, args: argparse.Namespace) -> None:
-    """Read the user rows of --data (every row checked first); a bad file or row is a usage
-    error naming the line and the field."""
+    """Read the user rows of --data (the first --n of them, every one checked first); a bad
+    file or row is a usage error naming the line and the field."""
     refuse_generated_options(parser, args)
     if args.policies is not None:
         other = [p for p in args.policies if p not in USER_ROW_POLICIES]
@@ -330,10 +339,10 @@ def _load_data(parser: cli.ArgumentParser, args: argparse.Namespace) -> None:
                 f"with --data, policies that run on any text ({', '.join(USER_ROW_POLICIES)})",
                 ",".join(other),
             )
-    args.format = args.format or "native"
-    rows = load_user_rows(parser, args.data, args.format)
-    args.n = min(args.n or len(rows), len(rows))
-    args.rows = rows[: args.n]
+    args.data_format = args.data_format or "native"
+    rows = load_user_rows(parser, args.data, args.data_format, limit=args.n)
+    args.n = len(rows)
+    args.rows = rows
 
 
 def _contenders(args: argparse.Namespace) -> list[Contender]:
@@ -341,7 +350,10 @@ def _contenders(args: argparse.Namespace) -> list[Contender]:
     run on any text) and the endpoint, if any."""
     names = args.policies
     if names is None:
-        every = USER_ROW_POLICIES if args.data is not None else fathom.POLICIES
+        if args.data is not None:
+            every = USER_ROW_POLICIES
+        else:
+            every = tuple(p for p in fathom.POLICIES if p not in CHOICE_ROW_POLICIES)
         names = [] if args.model else list(every)
     contenders = scripted_contenders(names)
     if args.model:
@@ -387,7 +399,14 @@ def _run_config(
     kinds: dict[str, int] = {}
     for row in args.rows:
         kinds[row.answer_kind] = kinds.get(row.answer_kind, 0) + 1
-    source = {"data": str(args.data), "format": args.format, "answer_kinds": kinds}
+    source = {"data": str(args.data), "format": args.data_format, "answer_kinds": kinds}
+    # A blind letter earns 1/k on a row of k choices: the floor a reader must beat.
+    choices = [len(choice_letters(r.question)) for r in args.rows if r.answer_kind == "choice"]
+    if choices:
+        source["choice_floor"] = {
+            "rows": len(choices),
+            "mean": sum(1 / k for k in choices if k) / len(choices),
+        }
     where = {"split": None, "n": args.n, "doc_tokens": None}
     return {"command": command, "source": "user rows", **source, **where, **run}
 

@@ -11,7 +11,7 @@ task, so requests are answered concurrently.
 From Python: `async with serve_policies() as base_url:` or, for synchronous code,
 `with policy_server_in_thread() as base_url:`.
 
-With `--data PATH` (and `--format`, as `envtools.evaluate` takes them) the server answers a run
+With `--data PATH` (and `--data-format`, as `envtools.evaluate` takes them) the server answers a run
 on the user's own rows: the scripted fathom reference reads questions its grammar does not parse
 with the word-overlap reader (`envtools.policies.fathom.overlap_reader`), as `envtools.evaluate
 --data` does, and the gold-in-hand attacks know the rows.
@@ -22,6 +22,7 @@ connections, slow replies, 500s, malformed tool calls and empty messages (see `e
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import errno
@@ -476,10 +477,15 @@ def build_parser() -> cli.ArgumentParser:
         "overlap, as `envtools.evaluate --data` does",
     )
     parser.add_argument(
-        "--format",
+        "--data-format",
         choices=tuple(FORMATS),
         default=None,
         help="the row schema of --data (default native)",
+    )
+    # The earlier spelling, kept working but no longer shown (sft_export's --format is its
+    # output's, so one name serves all three commands).
+    parser.add_argument(
+        "--format", dest="data_format", choices=tuple(FORMATS), help=argparse.SUPPRESS
     )
     parser.add_argument(
         "--faults",
@@ -512,10 +518,10 @@ def main(argv: list[str] | None = None) -> None:
         from envtools.policies import fathom
 
         fathom.TASKS.autoload_doc_tokens = tuple(args.fathom_doc_tokens)
-    if args.format is not None and args.data is None:
-        parser.reject("--format", "--data (the file whose rows it reads)", args.format)
+    if args.data_format is not None and args.data is None:
+        parser.reject("--data-format", "--data (the file whose rows it reads)", args.data_format)
     if args.data is not None:
-        _load_data(parser, args.data, args.format or "native")
+        _load_data(parser, args.data, args.data_format or "native")
     if args.faults is not None:
         print(f"injecting faults: {describe(args.faults)}", file=sys.stderr, flush=True)
     try:

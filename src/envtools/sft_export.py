@@ -24,7 +24,7 @@ schemas the model was offered, as a JSON string; `[]` for a plain sub-call):
   Build the dataset with `Dataset.from_list(rows, on_mixed_types="use_json")` (datasets >= 4.7)
   so the argument objects of different tools are not merged into one struct.
 
-With `--data PATH` (and `--data-format`, the row schema, as `envtools.evaluate --format`) the
+With `--data PATH` (and `--data-format`, the row schema, as in `envtools.evaluate`) the
 tasks are the first `--n` of the user's own rows (`fathom_rlm.userdata`) instead of a split; the
 reference reads them with the word-overlap reader, as `envtools.evaluate --data` does.
 
@@ -373,7 +373,7 @@ def _load_data(parser: cli.ArgumentParser, args: argparse.Namespace) -> None:
     naming the line and the field."""
     refuse_generated_options(parser, args)
     args.data_format = args.data_format or "native"
-    args.rows = load_user_rows(parser, args.data, args.data_format)[: args.n]
+    args.rows = load_user_rows(parser, args.data, args.data_format, limit=args.n)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

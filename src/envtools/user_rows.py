@@ -12,12 +12,15 @@ from fathom_rlm.userdata import UserRowError, load_rows
 from envtools import cli
 
 
-def load_user_rows(parser: cli.ArgumentParser, path: str, format: str) -> list[TaskRecord]:
-    """The records of the rows at `path` in `format`, every row checked first; a missing file or
-    a bad row is a usage error of `--data`."""
+def load_user_rows(
+    parser: cli.ArgumentParser, path: str, format: str, limit: int | None = None
+) -> list[TaskRecord]:
+    """The records of the rows at `path` in `format` (the first `limit` of them when given: the
+    rest is not read), every one checked first; a missing file or a bad row is a usage error of
+    `--data`."""
     parser.require_file("--data", path, "a JSONL file of rows")
     try:
-        return load_rows(path, format=format)
+        return load_rows(path, format=format, limit=limit)
     except UserRowError as exc:
         parser.reject("--data", f"valid {format} rows", str(exc))
 

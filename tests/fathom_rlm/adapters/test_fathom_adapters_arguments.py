@@ -144,7 +144,9 @@ def test_the_v1_config_reads_a_source_and_refuses_a_bad_one() -> None:
     assert config.arguments().source == str(USER_ROWS / "harbour.jsonl")
     with pytest.raises(ValidationError, match="line 2: answer_kind"):
         FathomTasksetConfig(source=str(USER_ROWS / "bad_rows.jsonl"))
-    with pytest.raises(ValidationError, match="'native', 'oolong', 'longbench' or 'needle'"):
+    with pytest.raises(
+        ValidationError, match="'native', 'oolong', 'longbench', 'needle', 'ruler' or 'needle-tool'"
+    ):
         FathomTasksetConfig(source=str(USER_ROWS / "harbour.jsonl"), source_format="csv")
 
 

@@ -15,7 +15,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def test_every_format_is_named() -> None:
-    assert list(FORMATS) == ["native", "oolong", "longbench", "needle"]
+    assert list(FORMATS) == ["native", "oolong", "longbench", "needle", "ruler", "needle-tool"]
     with pytest.raises(ValueError, match="unknown row format 'csv'"):
         to_native("csv", {})
 

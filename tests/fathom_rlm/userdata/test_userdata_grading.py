@@ -77,8 +77,13 @@ def test_text_is_normalised_exact_match_with_aliases() -> None:
         ("1,234,567.25", 1234567.25),
         (".5", 0.5),
         ("3 and 4", None),
-        ("five", None),
-        ("1e3", None),
+        ("five", 5.0),  # number words up to ninety-nine are read
+        ("twenty-one", 21.0),
+        ("1e3", 1000.0),  # scientific notation is a number
+        ("4.2e1", 42.0),
+        ("1.2 million", 1_200_000.0),
+        ("two hundred", 200.0),
+        ("the one with 5 masts", None),  # "one" and 5: two numbers
         ("", None),
     ],
 )

@@ -98,7 +98,7 @@ def test_evaluate_data_takes_the_first_n_rows_and_a_public_format(tmp_path: Path
         [
             "--data",
             str(FIXTURES / "longbench.jsonl"),
-            "--format",
+            "--data-format",
             "longbench",
             "--policies",
             "fathom-reference,fathom-closed-book",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from fathom_rlm.documents import DOCUMENTS, TaskRecord, task_document
 from fathom_rlm.documents.store import UnknownDocumentError, document_id
 from fathom_rlm.userdata import UserRowError, load_dataset, load_rows, records_from_rows
+from fathom_rlm.userdata.rows import MAX_DOCUMENT_BYTES, MAX_LINE_CHARS, DocumentCache
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DOC = "The mill stood by the river. It was built in 1801 by Mara Quell. Its wheel had 24 paddles."
@@ -160,6 +162,17 @@ BAD_ROWS: dict[str, tuple[Any, str]] = {
     "id not a string": (_row(id=["a"]), "id"),
     "not an object": (["a list"], "row"),
     "huge question": (_row(question="Who built the mill? " * 600), "question"),
+    "path outside the folder": (
+        {"document_path": "../outside.txt", "question": "q?", "answer": "x"},
+        "document_path",
+    ),
+    "absolute path": (
+        {"document_path": "/dev/null", "question": "q?", "answer": "x"},
+        "document_path",
+    ),
+    "path to a folder": ({"document_path": ".", "question": "q?", "answer": "x"}, "document_path"),
+    "a repeat of row 1 without ids": (_row(), "row"),
+    "document over the cap": (_row(document="x" * (MAX_DOCUMENT_BYTES + 1)), "document"),
 }
 
 
@@ -167,7 +180,8 @@ BAD_ROWS: dict[str, tuple[Any, str]] = {
 def test_a_bad_row_is_one_line_naming_its_line_and_field(tmp_path: Path, case: str) -> None:
     (tmp_path / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
     bad, field = BAD_ROWS[case]
-    path = _write(tmp_path, [_row(id="good"), "", bad])
+    first = _row() if case == "a repeat of row 1 without ids" else _row(id="good")
+    path = _write(tmp_path, [first, "", bad])
     stored = len(DOCUMENTS)
     with pytest.raises(UserRowError) as error:
         load_rows(path)
@@ -177,6 +191,90 @@ def test_a_bad_row_is_one_line_naming_its_line_and_field(tmp_path: Path, case: s
     # Nothing is half-loaded: the good first row's document did not enter the store either
     # (unless an earlier test put the same text there).
     assert len(DOCUMENTS) == stored
+
+
+def test_a_byte_order_mark_is_accepted_in_rows_and_documents(tmp_path: Path) -> None:
+    bom = b"\xef\xbb\xbf"
+    (tmp_path / "mill.txt").write_bytes(bom + DOC.encode("utf-8"))
+    rows = [_row(id="inline"), {"document_path": "mill.txt", "question": "Who?", "answer": "x"}]
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(bom + "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8"))
+    inline, from_file = load_rows(path)
+    assert inline.row_id == "inline" and task_document(from_file) == DOC
+
+
+def test_rows_repeated_with_ids_or_differing_in_answers_are_kept(tmp_path: Path) -> None:
+    rows = [_row(id="a"), _row(id="b"), _row(), _row(answer="Quell")]
+    assert len(load_rows(_write(tmp_path, rows))) == 4
+
+
+def test_a_device_or_an_oversized_file_is_one_line_never_read_whole(tmp_path: Path) -> None:
+    (tmp_path / "zero").symlink_to("/dev/zero")  # inside the folder, but not a regular file
+    big = tmp_path / "big.txt"
+    with big.open("wb") as handle:  # sparse: over the cap without writing it
+        handle.truncate(MAX_DOCUMENT_BYTES + 1)
+    for name, problem in (
+        ("zero", "outside the rows file's folder"),  # the link resolves to /dev/zero
+        ("big.txt", f"over the {MAX_DOCUMENT_BYTES:,}-byte cap"),
+    ):
+        row = {"document_path": name, "question": "q?", "answer": "x"}
+        with pytest.raises(UserRowError) as error:
+            load_rows(_write(tmp_path, [row]))
+        message = str(error.value)
+        assert "\n" not in message and problem in message, message
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)  # a reader would block forever: refused before opening
+    row = {"document_path": "pipe", "question": "q?", "answer": "x"}
+    with pytest.raises(UserRowError, match="document_path: cannot read 'pipe': not a regular file"):
+        load_rows(_write(tmp_path, [row]))
+
+
+def test_a_file_is_read_and_hashed_once_per_load_and_its_text_held_once(tmp_path: Path) -> None:
+    doc = tmp_path / "mill.txt"
+    doc.write_text(DOC, encoding="utf-8")
+    cache = DocumentCache()
+    first = cache.file("mill.txt", tmp_path)
+    doc.write_text("Changed after the first read.", encoding="utf-8")
+    assert cache.file("./mill.txt", tmp_path) is first  # the same path is not read again
+    rows = [
+        {"id": f"r{i}", "document_path": "mill.txt", "question": f"Q{i}?", "answer": "x"}
+        for i in range(3)
+    ]
+    records = load_rows(_write(tmp_path, [*rows, _row(id="inline", document=DOC + " More.")]))
+    texts = [task_document(r) for r in records[:3]]
+    assert texts[0] == "Changed after the first read." and texts[0] is texts[1] is texts[2]
+
+
+def test_limit_stops_reading_the_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, [_row(id="a"), _row(id="b"), "{not json"])
+    assert [r.row_id for r in load_rows(path, limit=2)] == ["a", "b"]
+    with pytest.raises(UserRowError, match="line 3: not JSON"):
+        load_rows(path)
+
+
+def test_an_endless_line_is_one_error_read_no_further(tmp_path: Path) -> None:
+    endless = tmp_path / "rows.jsonl"
+    endless.symlink_to("/dev/zero")
+    with pytest.raises(UserRowError) as error:
+        load_rows(endless)
+    message = str(error.value)
+    assert "\n" not in message and f"line 1: longer than {MAX_LINE_CHARS:,}" in message
+
+
+def test_the_store_is_bounded_and_never_half_filled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(DOCUMENTS, "max_chars", DOCUMENTS.chars + 100)
+    fits = _row(id="small", document="A short text about a mill.")
+    too_much = _row(id="big", document="The mill wheel turned. " * 10)
+    stored = len(DOCUMENTS)
+    with pytest.raises(UserRowError) as error:
+        load_rows(_write(tmp_path, [fits, too_much]))
+    message = str(error.value)
+    assert "\n" not in message and "over the store's bound" in message
+    assert len(DOCUMENTS) == stored  # all or none: the small text did not go in either
+    (record,) = load_rows(_write(tmp_path, [fits]))
+    assert task_document(record) == "A short text about a mill."
 
 
 def test_a_line_that_is_no_json_and_a_repeated_id_are_errors(tmp_path: Path) -> None:

@@ -65,8 +65,8 @@ class FathomArguments(RolloutCaps):
         default="native",
         metadata={
             "help": (
-                "The row schema of `source`: native, oolong, longbench or needle "
-                "(fathom_rlm.userdata.formats)."
+                "The row schema of `source`: native, oolong, longbench, needle, ruler or "
+                "needle-tool (fathom_rlm.userdata.formats)."
             )
         },
     )

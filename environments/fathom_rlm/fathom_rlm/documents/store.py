@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DOCUMENTS",
+    "MAX_STORED_CHARS",
     "DocumentStore",
+    "DocumentStoreFullError",
     "UnknownDocumentError",
     "atask_document",
     "document_id",
@@ -38,19 +40,49 @@ def document_id(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class DocumentStore:
-    """Process-local texts by content hash (thread-safe; texts are immutable strings)."""
+MAX_STORED_CHARS = 1_000_000_000
+"""The most characters the process's store holds (about 1 GB of ASCII text, 250M tokens):
+rows whose documents would take it over are refused when loaded, never half-stored."""
 
-    def __init__(self) -> None:
+
+class DocumentStoreFullError(ValueError):
+    """New texts would take the store over its bound; nothing of them was stored."""
+
+
+class DocumentStore:
+    """Process-local texts by content hash (thread-safe; texts are immutable strings), at most
+    `max_chars` characters in all."""
+
+    def __init__(self, max_chars: int = MAX_STORED_CHARS) -> None:
         self._texts: dict[str, str] = {}
+        self._chars = 0
+        self.max_chars = max_chars
         self._lock = threading.Lock()
 
     def put(self, text: str) -> str:
         """Store `text`; returns its key."""
         key = document_id(text)
-        with self._lock:
-            self._texts.setdefault(key, text)
+        self.put_many({key: text})
         return key
+
+    def put_many(self, texts: dict[str, str]) -> None:
+        """Store every text under its key (`document_id(text)`, computed once by the caller),
+        all or none: `DocumentStoreFullError` when the new ones would not fit."""
+        with self._lock:
+            new = {k: t for k, t in texts.items() if k not in self._texts}
+            size = sum(len(t) for t in new.values())
+            if self._chars + size > self.max_chars:
+                raise DocumentStoreFullError(
+                    f"the documents need {size:,} more characters beside the {self._chars:,} "
+                    f"loaded, over the store's bound of {self.max_chars:,}"
+                )
+            self._texts.update(new)
+            self._chars += size
+
+    @property
+    def chars(self) -> int:
+        """Characters stored."""
+        return self._chars
 
     def get(self, key: str) -> str:
         try:
@@ -69,7 +101,8 @@ class DocumentStore:
 
     def discard(self, key: str) -> None:
         with self._lock:
-            self._texts.pop(key, None)
+            text = self._texts.pop(key, None)
+            self._chars -= len(text) if text is not None else 0
 
 
 DOCUMENTS = DocumentStore()

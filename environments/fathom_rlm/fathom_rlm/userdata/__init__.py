@@ -32,9 +32,12 @@ __all__ = [
 ]
 
 
-def load_dataset(path: str, *, format: str = "native") -> object:
-    """The rows of `path` as a `datasets.Dataset` of task-record columns (the `hub` extra:
-    `pip install 'fathom-rlm[hub]'`); `TaskRecord.from_json` reads a row back."""
-    from fathom_rlm.userdata.hub import records_dataset
+def load_dataset(source: object, *, format: str = "native", split: str | None = None) -> object:
+    """The rows of `source` as a `datasets.Dataset` of task-record columns (the `hub` extra:
+    `pip install 'fathom-rlm[hub]'`); `TaskRecord.from_json` reads a row back. `source` is a
+    JSONL or parquet file, a folder written by `save_to_disk` (`split` names the split of a
+    saved `DatasetDict`), or rows in memory: a `datasets.Dataset` whose rows carry the text, a
+    `DatasetDict` with `split`, a list of dicts (`fathom_rlm.userdata.hub.load_records`)."""
+    from fathom_rlm.userdata.hub import load_records, records_dataset
 
-    return records_dataset(load_rows(path, format=format))
+    return records_dataset(load_records(source, format=format, split=split))

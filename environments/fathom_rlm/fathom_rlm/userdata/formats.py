@@ -6,23 +6,38 @@ use for (lengths, domains, difficulty labels) are ignored; a field the mapping n
 find is an error naming that field.
 
 * ``native``: the row as documented in `rows.py`, unchanged.
-* ``oolong``: OOLONG-style aggregation rows: ``context_window_text``, ``question``,
-  ``answer`` (a string; a string holding a bracketed list such as ``"['spam']"`` gives each
-  element as an accepted answer), ``answer_type`` (``ANSWER_TYPE.NUMERIC`` grades as a number,
-  exact; every other type as text), optional ``id``. OOLONG's own metric gives numeric answers
-  partial credit by distance; here a number is right or wrong.
+* ``oolong``: OOLONG-synth rows as the dataset stores them: ``context_window_text`` (never
+  the ``_with_labels`` text), ``question``, ``answer`` (the text of a Python list; the first
+  element is the gold, as in OOLONG's metric: ``"[47]"``, ``"['spam']"``,
+  ``"[datetime.date(2023, 1, 2)]"``), ``answer_type`` (``ANSWER_TYPE.NUMERIC`` grades as a
+  number; ``DATE`` as text accepting the usual writings of that date, MM/DD/YYYY first;
+  ``COMPARISON`` as text accepting the phrase, the phrase without its last word, and the
+  sentence the question asks for; ``LABEL``, ``USER``, ``MONTH_YEAR`` as text), optional
+  ``id``. Where the grading differs from OOLONG's own metric: docs/rewards.md.
 * ``longbench``: LongBench-v2-style multiple choice: ``context``, ``question``,
   ``choice_A`` .. ``choice_D``, ``answer`` (the letter), optional ``_id``. The choices are
   written under the question, one per line as ``(A) text``, and the row grades as a choice.
-* ``needle``: needle in a haystack: ``haystack``, ``needle``, ``question``, ``answer``,
-  optional ``depth_percent`` (where the needle goes, 0 to 100, default 50, moved to the next
-  sentence or line break) and ``id``. A haystack that already holds the needle is used as it
-  is. The needle is the row's evidence.
+* ``needle``: this project's needle-in-a-haystack layout: ``haystack``, ``needle``,
+  ``question``, ``answer``, optional ``depth_percent`` (where the needle goes, 0 to 100,
+  default 50, moved to the next sentence or line break) and ``id``. A haystack that already
+  holds the needle is used as it is. The needle is the row's evidence.
+* ``ruler``: RULER's needle rows: ``input`` (the prompt: instructions and haystack, then the
+  question on its last line ending in "?"), ``outputs`` (the values; all of them are needed,
+  so several grade as a list), optional ``answer_prefix`` (the reply's opening; the opening
+  followed by the value is accepted too) and ``index`` (the id). Each value's sentence is
+  evidence. Fields such as ``length`` are ignored.
+* ``needle-tool``: the original needle-in-a-haystack tool's layout: its arguments ``needle``,
+  ``retrieval_question`` and ``true_answer``, and the haystack with the needle in it as the
+  tool saves it: ``context``, or ``file_name`` naming ``contexts/<file_name>_context.txt``
+  beside the rows file. The stripped needle is the evidence; ``file_name`` is the id; the
+  result fields (``model``, ``score``, ``depth_percent``...) are ignored.
 """
 
 from __future__ import annotations
 
 import ast
+import datetime
+import re
 from collections.abc import Callable, Mapping
 from numbers import Real
 from typing import Any
@@ -58,21 +73,99 @@ def _native(row: Any) -> Any:
     return row
 
 
+_OOLONG_DATE = re.compile(r"datetime\.date\(\s*(\d{1,4})\s*,\s*(\d{1,2})\s*,\s*(\d{1,2})\s*\)")
+_OOLONG_TEMPLATE = re.compile(r"'Answer: (.+?) is \[X\] (.+?)', where \[X\]")
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+
+
+def _oolong_gold(answer: Any) -> str | datetime.date:
+    """The value OOLONG's metric grades against: the first element of the answer, which the
+    dataset stores as the text of a Python list ("[47]", "['spam']",
+    "[datetime.date(2023, 1, 2)]"); a bare value is taken as it is."""
+    if not isinstance(answer, str):
+        if isinstance(answer, bool) or not isinstance(answer, str | int | float):
+            raise RowFieldError("answer", f"must be a string, not {type(answer).__name__}")
+        return str(answer)
+    text = answer.strip()
+    if "datetime" in text:
+        date = _OOLONG_DATE.search(text)
+        if date is None:
+            raise RowFieldError("answer", f"holds no datetime.date(year, month, day): {text!r}")
+        try:
+            return datetime.date(*(int(x) for x in date.groups()))
+        except ValueError as exc:
+            raise RowFieldError("answer", f"{exc}: {text!r}") from None
+    if not text.startswith("["):
+        return text
+    try:
+        parsed = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise RowFieldError("answer", f"is not the text of a Python list: {text!r}") from None
+    if not isinstance(parsed, list | tuple) or not parsed:
+        raise RowFieldError("answer", f"is an empty or malformed list: {text!r}")
+    return str(parsed[0])
+
+
+def _date_writings(date: datetime.date) -> list[str]:
+    """The writings of a date a DATE answer may take: OOLONG asks for MM/DD/YYYY, and its
+    metric parses any writing month first (dateutil's default); these are the usual ones."""
+    month = _MONTHS[date.month - 1]
+    y, m, d = date.year, date.month, date.day
+    return [
+        f"{m:02d}/{d:02d}/{y}",
+        f"{m}/{d}/{y}",
+        date.isoformat(),
+        f"{month} {d}, {y}",
+        f"{month[:3]} {d}, {y}",
+        f"{month[:3]} {d:02d}, {y}",
+        f"{d} {month} {y}",
+    ]
+
+
+def _comparison_writings(gold: str, question: str) -> list[str]:
+    """A comparison answer's writings: the phrase ("more common than"), the phrase without
+    its last word ("more common": OOLONG's metric accepts it), and the sentence the question
+    asks for ("Answer: spam is more common than ham")."""
+    accepted = [gold]
+    short = re.sub(r"\s+(?:than|as)$", "", gold)
+    if short != gold:
+        accepted.append(short)
+    template = _OOLONG_TEMPLATE.search(question)
+    if template:
+        accepted.append(f"{template[1]} is {gold} {template[2]}")
+    return accepted
+
+
 def _oolong(row: Any) -> dict[str, Any]:
     row = _mapping(row)
-    answer = _field(row, "answer")
-    answers: list[Any] = [answer]
-    if isinstance(answer, str) and answer.strip().startswith("["):
-        try:
-            parsed = ast.literal_eval(answer.strip())
-        except (ValueError, SyntaxError):
-            parsed = None
-        if isinstance(parsed, list) and parsed:
-            answers = [x if isinstance(x, str | int | float) else str(x) for x in parsed]
-    kind = "number" if "NUMERIC" in str(row.get("answer_type", "")).upper() else "text"
+    question = _text(row, "question")
+    gold = _oolong_gold(_field(row, "answer"))
+    answer_type = str(row.get("answer_type", "")).upper().removeprefix("ANSWER_TYPE.")
+    kind = "text"
+    if isinstance(gold, datetime.date):
+        answers = _date_writings(gold)
+    elif answer_type == "NUMERIC":
+        kind, answers = "number", [gold]
+    elif answer_type == "COMPARISON":
+        answers = _comparison_writings(gold, question)
+    else:  # LABEL, USER, MONTH_YEAR: the value itself
+        answers = [gold]
     native = {
         "document": _text(row, "context_window_text"),
-        "question": _text(row, "question"),
+        "question": question,
         "answers": answers,
         "answer_kind": kind,
     }
@@ -123,6 +216,72 @@ def _needle(row: Any) -> dict[str, Any]:
     return _with_id(native, row, "id")
 
 
+def _sentence_around(text: str, start: int, end: int) -> str:
+    """The sentence (or line) of `text` that holds `text[start:end]`."""
+    before = max(text.rfind(c, 0, start) for c in ".!?\n") + 1
+    ends = [i for i in (text.find(c, end) for c in ".!?\n") if i >= 0]
+    after = min(ends) + 1 if ends else len(text)
+    return text[before:after].strip()
+
+
+def _ruler(row: Any) -> dict[str, Any]:
+    """RULER's needle rows: the prompt is `input` (instructions, haystack, and the question on
+    its last line ending in "?"), `outputs` the values to retrieve, all of them (RULER's
+    niah metric, `string_match_all`), `answer_prefix` the start of the expected reply."""
+    row = _mapping(row)
+    prompt = _text(row, "input")
+    outputs = _field(row, "outputs")
+    if isinstance(outputs, str) or not isinstance(outputs, list) or not outputs:
+        raise RowFieldError("outputs", "must be a non-empty list of strings")
+    if not all(isinstance(x, str) and x.strip() for x in outputs):
+        raise RowFieldError("outputs", "every value must be a non-empty string")
+    lines = prompt.rstrip().splitlines()
+    asked = [i for i, line in enumerate(lines) if line.rstrip().endswith("?")]
+    if not asked:
+        raise RowFieldError("input", "has no question (a line ending in '?') after the text")
+    document = "\n".join(lines[: asked[-1]]).rstrip()
+    question = lines[asked[-1]].strip()
+    evidence = []
+    for value in outputs:
+        at = document.find(value)
+        if at < 0:
+            raise RowFieldError("outputs", f"{value!r} is not in the input's text")
+        evidence.append(_sentence_around(document, at, at + len(value)))
+    native: dict[str, Any] = {"document": document, "question": question, "evidence": evidence}
+    if len(outputs) > 1:
+        native |= {"answer": list(outputs), "answer_kind": "list"}
+    else:
+        prefix = row.get("answer_prefix")
+        said = (
+            [f"{prefix.strip()} {outputs[0]}"] if isinstance(prefix, str) and prefix.strip() else []
+        )
+        native["answers"] = [outputs[0], *said]
+    return _with_id(native, row, "index")
+
+
+def _needle_tool(row: Any) -> dict[str, Any]:
+    """The needle-in-a-haystack tool's layout: its arguments `needle`, `retrieval_question`
+    and `true_answer` (its evaluator's reference), with the haystack as the tool saves it: the
+    `context` text, or `file_name` naming `contexts/<file_name>_context.txt` beside the rows
+    file. The needle (stripped) is the evidence and must be in the context."""
+    row = _mapping(row)
+    needle = _text(row, "needle").strip()
+    if not needle:
+        raise RowFieldError("needle", "empty")
+    native: dict[str, Any] = {
+        "question": _text(row, "retrieval_question"),
+        "answer": _field(row, "true_answer"),
+        "evidence": [needle],
+    }
+    if row.get("context") is not None:
+        native["document"] = _text(row, "context")
+    elif row.get("file_name") is not None:
+        native["document_path"] = f"contexts/{_text(row, 'file_name')}_context.txt"
+    else:
+        raise RowFieldError("context", "missing (give context, or file_name of a saved context)")
+    return _with_id(native, row, "file_name")
+
+
 def _mapping(row: Any) -> Mapping[str, Any]:
     if not isinstance(row, Mapping):
         raise RowFieldError("row", f"must be a JSON object, not {type(row).__name__}")
@@ -134,6 +293,8 @@ FORMATS: dict[str, Callable[[Any], Any]] = {
     "oolong": _oolong,
     "longbench": _longbench,
     "needle": _needle,
+    "ruler": _ruler,
+    "needle-tool": _needle_tool,
 }
 """Row format name -> its mapping onto the native row."""
 

@@ -1,19 +1,27 @@
 """Grading a final answer against a user row's accepted answers, by answer kind.
 
-* ``text``: normalised exact match (`normalize_answer`: case, punctuation, articles) against
-  any accepted answer, as synthetic rows are graded;
-* ``number``: the answer holds exactly one number ("1,234", "1234.0", "$5", "-3", "12.5%")
-  within the row's absolute ``tolerance`` of an accepted one. Several numbers are a candidate
-  list and grade wrong, as do number words ("five");
-* ``year``: exactly one whole number of at most four digits ("1850", "c. 1850", "1850 AD";
-  "44 BC" is -44) equal to an accepted year;
+What each kind accepts and refuses, and why, is listed in docs/rewards.md ("What each answer
+kind accepts"); in short:
+
+* ``text``: `normalize_text` exact match against any accepted answer: case, articles and
+  marks without meaning dropped, marks with meaning kept ("C++" is not "C", "128-N" is not
+  "128+N", "-5" is not "5"); a leading "Answer:", "Label:", "User:" or "Date:" is dropped;
+* ``number``: the answer holds exactly one number (digits, "4.2e1", a number word up to
+  ninety-nine, optionally scaled: "1.2 million") within the row's absolute ``tolerance`` of an
+  accepted one, and in its unit when the accepted answer names one ("42 miles" is not
+  "42 km"; a bare "42" is). Several numbers are a candidate list and grade wrong;
+* ``year``: exactly one whole number of at most four digits ("1850", "c.1850", "1850 AD";
+  "44 BC" and "-44" are -44) equal to an accepted year; a full date is refused;
 * ``list``: the items, split at commas, semicolons and line breaks (a lone "and"/"or" before
-  the last item is dropped; one item holding " and " is also read as two), each normalised as
-  text; correct iff the set of items equals an accepted set (all the items and nothing else).
-  Partial credit is the F1 of the items (harmonic mean of precision and recall) against the
-  best accepted set; it is reported on its own (`list_partial_credit`), never as correctness;
-* ``choice``: the letter the answer picks ("B", "(B)", "B) text", "B. text", "answer: b",
-  "The answer is (B)", "option B") equal to an accepted letter.
+  the last item is dropped; one item holding " and " is also read as two; a leading label is
+  dropped as for text), each normalised as text; correct iff the set of items equals an
+  accepted set (all the items and nothing else).
+  A piece that normalises to nothing ("-", "?") is an item that matches nothing. Partial
+  credit is the F1 of the items (harmonic mean of precision and recall) against the best
+  accepted set; it is reported on its own (`list_partial_credit`), never as correctness;
+* ``choice``: the one letter the answer picks ("B", "(B)", "B) text", "B. text", "answer: b",
+  "The answer is (B)", "option B"); an answer naming a second letter ("B or C", "(B) or (C)",
+  "choice B C D") picks none.
 
 Every grader is linear in the answer's length and refuses answers longer than
 `MAX_GRADED_CHARS` (the reward's own length cap is far lower). Accepted answers are parsed
@@ -25,11 +33,10 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from fathom_rlm.documents.tasks.core import normalize_answer
 
 if TYPE_CHECKING:
     from fathom_rlm.documents.tasks.record import TaskRecord
@@ -68,87 +75,231 @@ class Grade:
     partial: float | None = None
 
 
+# --------------------------------------------------------------------------- normalising
+
+_ARTICLES = frozenset({"a", "an", "the"})
+_MINUS_SIGNS = str.maketrans({"\u2212": "-", "\u2013": "-"})
+# A label the answer may open with: OOLONG's questions ask for "Label: x", "User: x",
+# "Date: x" and "Answer: x"; the value after it is what is graded.
+_ANSWER_LABEL = re.compile(r"^\s*(?:final\s+answer|answer|label|user|date)\s*:\s*", re.IGNORECASE)
+
+
+def strip_answer_label(text: str) -> str:
+    """`text` without a leading "Answer:", "Final answer:", "Label:", "User:" or "Date:"."""
+    return _ANSWER_LABEL.sub("", text, count=1)
+
+
+def normalize_text(text: str) -> str:
+    """A text answer as it is compared: NFKC, lower case, and every mark that carries no
+    meaning dropped, while those that do stay: "+", "*", "/" and "#" ("C++", "128*N", "3/8",
+    "C#"); "." and "-" between two characters ("3.8.6", "128-N"); a leading minus ("-5"). A
+    hyphen between two letters is a space ("well-known" reads "well known"), a full stop
+    that ends a word is dropped ("Mrs. Tolliver." reads "mrs tolliver"). Articles go unless
+    nothing else is left ("A" stays "a")."""
+    text = unicodedata.normalize("NFKC", text).lower().translate(_MINUS_SIGNS)
+    text = re.sub(r"(?<=[^\W\d_])-(?=[^\W\d_])", " ", text)
+    text = re.sub(r"(?<=\w)([.-])(?=\w)|(?<![\w.])([.-])(?=\d)|[^\w\s+*/#]|_", _kept_mark, text)
+    words = text.split()
+    content = [w for w in words if w not in _ARTICLES]
+    return " ".join(content or words)
+
+
+def _kept_mark(match: re.Match[str]) -> str:
+    return match.group(1) or match.group(2) or " "
+
+
 # ------------------------------------------------------------------------------ parsers
 
-_MINUS = "-\u2212\u2013"
-_NUMBER = re.compile(
-    rf"(?<![\w.])([{_MINUS}+]?)\s?[$€£¥]?\s?([{_MINUS}+]?)"
-    r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?![\w.]*\d)"
+_SMALL_NUMBERS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_NUMBER_WORD = re.compile(
+    rf"\b(?:({'|'.join(_TENS)})(?:[-\s]({'|'.join(_SMALL_NUMBERS[1:10])}))?"
+    rf"|({'|'.join(_SMALL_NUMBERS)}))\b",
+    re.IGNORECASE,
 )
+_SCALES = {"hundred": 100, "thousand": 1e3, "million": 1e6, "billion": 1e9, "dozen": 12}
+_SCALE_AFTER = re.compile(rf"\s+({'|'.join(_SCALES)})\b", re.IGNORECASE)
+_CURRENCIES = {"$": "dollar", "€": "euro", "£": "pound", "¥": "yen"}
+_NUMBER = re.compile(
+    r"(?<![\w.])(?P<sign>[-+]?)\s?(?P<currency>[$€£¥]?)\s?(?P<sign2>[-+]?)"
+    r"(?P<digits>(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:e[-+]?\d+)?)"
+    r"(?![\w.]*\d)",
+    re.IGNORECASE,
+)
+_UNIT_AFTER = re.compile(r"\s?(%|[^\W\d_]+)")
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number as written: its value and its unit (None when it has none): a currency
+    sign, "%" as "percent", or the word right after it, singular ("miles" reads "mile")."""
+
+    value: float
+    unit: str | None
+
+
+def _unit(word: str) -> str:
+    word = word.lower()
+    if word == "%":
+        return "percent"
+    return word[:-1] if len(word) >= 4 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def parse_quantity(text: str) -> Quantity | None:
+    """The one number in `text` with its unit, or None when it holds none or several. Read:
+    digits ("1,234", "1234.0", ".5", "-3", "4.2e1"), English number words from zero to
+    ninety-nine ("three", "twenty-one"), each optionally scaled ("1.2 million", "two
+    hundred")."""
+    if len(text) > MAX_GRADED_CHARS:
+        return None
+    text = text.replace("\u00a0", " ").translate(_MINUS_SIGNS)
+    found: list[tuple[int, int, float, str | None]] = []
+    for m in _NUMBER.finditer(text):
+        value = float(m["digits"].replace(",", ""))
+        negative = "-" in (m["sign"], m["sign2"])
+        currency = _CURRENCIES.get(m["currency"]) if m["currency"] else None
+        found.append((m.start(), m.end(), -value if negative else value, currency))
+    for m in _NUMBER_WORD.finditer(text):
+        tens, ones, small = m.groups()
+        if small:
+            value = _SMALL_NUMBERS.index(small.lower())
+        else:
+            value = 20 + 10 * _TENS.index(tens.lower())
+            value += _SMALL_NUMBERS.index(ones.lower()) if ones else 0
+        found.append((m.start(), m.end(), float(value), None))
+    if len(found) != 1:
+        return None
+    _, end, value, unit = found[0]
+    scale = _SCALE_AFTER.match(text, end)
+    if scale:
+        value *= _SCALES[scale[1].lower()]
+        end = scale.end()
+    if not math.isfinite(value):
+        return None
+    if unit is None and (after := _UNIT_AFTER.match(text, end)):
+        unit = _unit(after[1])
+    return Quantity(value, unit)
 
 
 def parse_number(text: str) -> float | None:
-    """The one number in `text`, or None when it holds none or several."""
-    if len(text) > MAX_GRADED_CHARS:
-        return None
-    found = _NUMBER.findall(text.replace("\u00a0", " "))
-    if len(found) != 1:
-        return None
-    sign_before, sign_after, digits = found[0]
-    value = float(digits.replace(",", ""))
-    negative = any(s and s in _MINUS for s in (sign_before, sign_after))
-    return -value if negative else value
+    """The value of the one number in `text` (`parse_quantity`), or None."""
+    quantity = parse_quantity(text)
+    return None if quantity is None else quantity.value
 
 
-_YEAR = re.compile(r"(?<![\w.,])(\d{1,4})(?!\w)(?![.,]\d)")
+_CIRCA = re.compile(r"\b(?:c|ca|circa)\.?\s*(?=\d)", re.IGNORECASE)
+_YEAR = re.compile(r"(?<![\w.,])(-?)(\d{1,4})(?!\w)(?![.,]\d)")
 _BC = re.compile(r"\b(?:BC|BCE|B\.C\.?(?:E\.?)?)(?!\w)", re.IGNORECASE)
 
 
 def parse_year(text: str) -> int | None:
-    """The one year (a whole number of at most four digits) in `text`; "BC"/"BCE" negate it.
-    None when there is no year or several."""
+    """The one year (a whole number of at most four digits) in `text`; "BC"/"BCE" or a
+    leading minus negate it ("-44" is 44 BC); "c.", "ca." and "circa" may precede it. None
+    when there is no year or several (a full date, "12 March 1771", names a day: refused)."""
     if len(text) > MAX_GRADED_CHARS:
         return None
+    text = _CIRCA.sub("", text.translate(_MINUS_SIGNS))
     if re.search(r"\d{5,}|\d[.,]\d", text):
         return None  # a longer number or a decimal is no year
     found = _YEAR.findall(text)
     if len(found) != 1:
         return None
-    year = int(found[0])
-    return -year if _BC.search(text) else year
+    minus, digits = found[0]
+    year = int(digits)
+    return -year if minus or _BC.search(text) else year
 
 
 _ITEM_SPLIT = re.compile(r"[,;\n]+")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|\[|\()\s*")
 _CONJUNCTION = re.compile(r"^(?:and|or|&)\s+", re.IGNORECASE)
+_UNREADABLE = "\x00"
+"""Prefix of an answer item that normalises to nothing ("-", "?"): it stays an item, one
+that matches no accepted item, so junk in a list costs precision."""
 
 
 def _clean_item(item: str) -> str:
-    item = _CONJUNCTION.sub("", _BULLET.sub("", item.strip()).strip(" ]).")).strip()
-    return normalize_answer(item)
+    return normalize_text(_CONJUNCTION.sub("", _BULLET.sub("", item.strip()).strip(" ]).")).strip())
+
+
+def _answer_item(raw: str) -> str | None:
+    if not raw.strip():
+        return None  # nothing between two separators ("a, , b", a trailing comma)
+    return _clean_item(raw) or _UNREADABLE + raw.strip()
 
 
 def list_items(text: str) -> list[frozenset[str]]:
     """The readings of a list answer as sets of normalised items: split at commas, semicolons
     and line breaks; and the same with every item also split at a whole-word "and" ("red,
-    green and blue"). A row's accepted set matches either reading."""
+    green and blue"). A row's accepted set matches either reading. A piece that normalises to
+    nothing ("-", "?") stays, as an item no accepted set holds."""
     if len(text) > MAX_GRADED_CHARS:
         return []
-    items = [_clean_item(x) for x in _ITEM_SPLIT.split(text)]
-    plain = frozenset(x for x in items if x)
-    split = frozenset(
-        part for x in plain for part in (p.strip() for p in re.split(r"\band\b", x)) if part
-    )
+    items = [x for x in map(_answer_item, _ITEM_SPLIT.split(text)) if x is not None]
+    plain = frozenset(items)
+    split = frozenset(part for x in plain for part in _split_at_and(x))
     return [r for r in dict.fromkeys((plain, split)) if r]
 
 
+def _split_at_and(item: str) -> list[str]:
+    parts = [p.strip() for p in re.split(r"\band\b", item)]
+    return parts if len(parts) > 1 and all(parts) else [item]
+
+
 _LETTER_ONLY = re.compile(r"^\s*[\[(]?\s*([A-Za-z])\s*[\])]?\s*[.:]?\s*$")
-_LETTER_LEAD = re.compile(r"^\s*[\[(]?([A-Za-z])(?:[\]).:]|\s*[\])]\s*[.:]?)\s+\S")
+_LETTER_LEAD = re.compile(r"^\s*[\[(]?([A-Za-z])(?:[\]).:]|\s*[\])]\s*[.:]?)(?=\s+\S)")
 _LETTER_SAID = re.compile(
     r"^\s*(?:the\s+)?(?:correct\s+|right\s+|final\s+)?(?:answer|option|choice)"
-    r"(?:\s+is)?\s*[:\-]?\s*[\[(]?([A-Za-z])(?:[\]).:]|\s|$)",
+    r"(?:\s+is)?\s*[:\-]?\s*[\[(]?([A-Za-z])(?:[\]).:]|(?=\s)|$)",
     re.IGNORECASE,
 )
+# Another choice named after the first: a bracketed letter anywhere ("(C)", "[C]", "C)"), or
+# a letter right after the first, alone or joined by "or", "and", ",", "/", "&".
+_ANOTHER_MARKED = re.compile(r"[\[(]\s*[A-Za-z]\s*[\])]|(?<![\w'])[A-Za-z]\)")
+_ANOTHER_NEXT = re.compile(r"^\s*(?:(?:or|and|[,/&])\s*)?[\[(]?[A-Za-z](?![\w'])", re.IGNORECASE)
+_ANOTHER_JOINED = re.compile(r"^\s*(?:or|and|[,/&])\s*[\[(]?[A-Za-z](?![\w'])", re.IGNORECASE)
 
 
 def choice_letter(text: str) -> str | None:
-    """The letter a choice answer picks (upper case), or None when it names none."""
+    """The letter a choice answer picks (upper case), or None when it names none or more than
+    one ("B or C", "(B) or (C)", "option B C D" pick none)."""
     if len(text) > MAX_GRADED_CHARS:
         return None
-    for pattern in (_LETTER_ONLY, _LETTER_LEAD, _LETTER_SAID):
-        m = pattern.match(text)
-        if m:
-            return m.group(1).upper()
+    m = _LETTER_ONLY.match(text)
+    if m:
+        return m.group(1).upper()
+    m = _LETTER_LEAD.match(text)
+    if m:
+        rest = text[m.end() :]
+        if _ANOTHER_MARKED.search(rest) or _ANOTHER_JOINED.match(rest):
+            return None
+        return m.group(1).upper()
+    m = _LETTER_SAID.match(text)
+    if m:
+        rest = text[m.end() :]
+        if _ANOTHER_MARKED.search(rest) or _ANOTHER_NEXT.match(rest):
+            return None
+        return m.group(1).upper()
     return None
 
 
@@ -164,12 +315,16 @@ def parse_accepted(kind: str, answers: Sequence[str | Sequence[str]]) -> str | N
         if kind == "list":
             if isinstance(answer, str) or not answer:
                 return f"{where} of a list row must be a non-empty list of strings"
-            if not list_items(", ".join(answer)):
-                return f"{where} has no item left after normalisation"
+            for item in answer:
+                if not _clean_item(item):
+                    return (
+                        f"{where} has the item {item!r}, which is empty after normalisation "
+                        "(nothing an answer could match)"
+                    )
             continue
         if not isinstance(answer, str):
             return f"{where} must be a string"
-        if kind == "text" and not normalize_answer(answer):
+        if kind == "text" and not normalize_text(answer):
             return f"{where} is empty after normalisation"
         if kind == "number" and parse_number(answer) is None:
             return f"{where} {answer!r} is not one number"
@@ -222,28 +377,32 @@ def grade_answer(answer: str, task: TaskRecord) -> Grade:
     if len(answer) > MAX_GRADED_CHARS:
         return Grade(False, 0.0 if kind == "list" else None)
     if kind == "list":
-        golds = [frozenset(_clean_item(x) for x in items) - {""} for items in task.answer_lists]
-        readings = list_items(answer)
+        golds = [frozenset(_clean_item(x) for x in items) for items in task.answer_lists]
+        readings = list_items(strip_answer_label(answer))
         correct = any(r == g for r in readings for g in golds)
         partial = max((_f1(r, g) for r in readings for g in golds), default=0.0)
         return Grade(correct, partial)
     if kind == "number":
-        got = parse_number(answer)
-        if got is None:
-            return Grade(False)
-        # A relative slack of 1e-9 absorbs float rounding ("0.3" against 0.1 + 0.2).
-        return Grade(
-            any(
-                math.isclose(got, gold, rel_tol=1e-9, abs_tol=task.tolerance)
-                for gold in (parse_number(a) for a in _accepted(task))
-                if gold is not None
-            )
-        )
+        return Grade(_number_matches(parse_quantity(answer), task))
     if kind == "year":
         got_year = parse_year(answer)
         return Grade(got_year is not None and got_year in {parse_year(a) for a in _accepted(task)})
     if kind == "choice":
         letter = choice_letter(answer)
         return Grade(letter is not None and letter in {choice_letter(a) for a in _accepted(task)})
-    got_text = normalize_answer(answer)
-    return Grade(bool(got_text) and got_text in {normalize_answer(a) for a in _accepted(task)})
+    got_text = normalize_text(strip_answer_label(answer))
+    return Grade(bool(got_text) and got_text in {normalize_text(a) for a in _accepted(task)})
+
+
+def _number_matches(got: Quantity | None, task: TaskRecord) -> bool:
+    """An accepted number within the tolerance, in the accepted answer's unit when it has one
+    (a bare number is read in the question's unit: "42" for "42 km"; "42 miles" is not)."""
+    if got is None:
+        return False
+    for gold in map(parse_quantity, _accepted(task)):
+        if gold is None or (gold.unit and got.unit and got.unit != gold.unit):
+            continue
+        # A relative slack of 1e-9 absorbs float rounding ("0.3" against 0.1 + 0.2).
+        if math.isclose(got.value, gold.value, rel_tol=1e-9, abs_tol=task.tolerance):
+            return True
+    return False

@@ -20,6 +20,7 @@ from envtools.policies.fathom.adversary import CodeOnly
 from envtools.policies.fathom.attacks import (
     LEAK_PROBES,
     Blind,
+    BlindChoice,
     Candidates,
     ClosedBook,
     CopyQuestion,
@@ -119,6 +120,7 @@ CARDS: tuple[Card, ...] = (
     Card(PhantomEvidence, "attack", "gold in hand, evidence handed to sub-calls that never read"),
     Card(FamilyPrior, "attack", "the family's most common train answer, phantom reading"),
     Card(Blind, "baseline", "most mentioned name counted in the REPL, reading nothing"),
+    Card(BlindChoice, "baseline", "a choice letter picked blind: the 1/k floor of choice rows"),
 )
 """Every fathom policy in report order: the reference, the weaker honest rungs, the code-only
 baselines, then the attacks of the reward audit (environments/fathom_rlm/docs/reward_audit.md)

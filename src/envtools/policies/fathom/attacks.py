@@ -9,6 +9,7 @@ and use `envtools.policies.fathom.gold`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -108,6 +109,31 @@ class FormatOnly:
         if tools and not view.calls and view.system.startswith(prompts.ROOT_ROLE):
             return ChatResult(assistant_message(calls=[("repl", {"code": "print(len(doc))"})]))
         return ChatResult(answer_message("answer"))
+
+
+CHOICE_LINE = re.compile(r"^\s*\(?([A-Z])[).]\s+\S", re.MULTILINE)
+"""A choice written under a question, "(A) text" or "A. text": its letter."""
+
+
+def choice_letters(question: str) -> tuple[str, ...]:
+    """The letters of the choices written under `question` (none when it lists none)."""
+    return tuple(dict.fromkeys(CHOICE_LINE.findall(question)))
+
+
+class BlindChoice:
+    """The floor of a multiple-choice row: touches the document once (so the untouched-document
+    veto passes), then picks one of the question's letters by a hash of the question, reading
+    nothing. Over many rows it earns 1/k on rows of k choices; an honest policy must beat it."""
+
+    name = "fathom-blind-choice"
+
+    async def respond(self, messages: list[dict[str, Any]], tools: Any) -> ChatResult:
+        view = View.of(messages)
+        if tools and not view.calls and view.system.startswith(prompts.ROOT_ROLE):
+            return ChatResult(assistant_message(calls=[("repl", {"code": "print(len(doc))"})]))
+        letters = choice_letters(view.question) or ("A", "B", "C", "D")
+        digest = hashlib.sha256(view.question.encode("utf-8")).digest()
+        return ChatResult(answer_message(letters[digest[0] % len(letters)]))
 
 
 class ClosedBook:
