@@ -129,7 +129,8 @@ def scripted_contenders(names: Sequence[str]) -> list[Contender]:
 
 
 def reply_from_completion(response: Any) -> ChatReply:
-    """An OpenAI `ChatCompletion` as a `ChatReply`: first choice, function tool calls, usage."""
+    """An OpenAI `ChatCompletion` as a `ChatReply`: first choice, function tool calls, usage and
+    finish reason."""
     choices = getattr(response, "choices", None) or []
     if not choices:
         raise ValueError("the completion has no choices")
@@ -152,7 +153,8 @@ def reply_from_completion(response: Any) -> ChatReply:
     reported = None
     if isinstance(prompt, int) and isinstance(completion, int):
         reported = {"prompt_tokens": prompt, "completion_tokens": completion}
-    return ChatReply(message, reported)
+    finish = getattr(choices[0], "finish_reason", None)
+    return ChatReply(message, reported, finish if isinstance(finish, str) else None)
 
 
 def openai_chat(
