@@ -236,7 +236,7 @@ class FathomLegacyEnv(vf.MultiTurnEnv):
     async def answered(self, state: vf.State) -> bool:
         return _final_message(state) is not None
 
-    @vf.stop
+    @vf.stop(priority=1)  # before `answered`, so a cut reply without calls is named truncated
     async def truncated(self, state: vf.State) -> bool:
         """A reply cut at the completion-token cap ends the rollout, its tool calls unrun, as
         the core's loop does (`TRUNCATED`)."""
