@@ -294,11 +294,9 @@ def build_parser() -> cli.ArgumentParser:
         "command exits non-zero (default %(default)s: any failure does)",
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    no_transcripts = f"do not write {TRANSCRIPTS_NAME} (every conversation; large on long runs)"
     parser.add_argument(
-        "--no-transcripts",
-        dest="transcripts",
-        action="store_false",
-        help=f"do not write {TRANSCRIPTS_NAME} (every conversation; large on long runs)",
+        "--no-transcripts", dest="transcripts", action="store_false", help=no_transcripts
     )
     parser.add_argument("--model", help="model name served at --base-url")
     parser.add_argument(
