@@ -1,6 +1,6 @@
 """Re-score saved transcripts through the real agent loop, sandbox and reward, with no model.
 
-    uv run python -m envtools.replay outputs/eval/transcripts.jsonl
+    uv run python -m envtools.replay outputs/eval/transcripts.jsonl [MORE.jsonl ...]
 
 Each line of `envtools.evaluate`'s transcripts.jsonl holds a rollout's task row and every model
 reply in call order (root and sub-calls, with usage and finish reason). Replaying feeds those
@@ -107,19 +107,31 @@ def check_file(path: Path) -> tuple[int, int, list[str]]:
     return replayed, skipped, problems
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(
         prog="python -m envtools.replay",
         description="Replay envtools.evaluate's transcripts.jsonl through the loop and reward "
         "(no model) and check that every saved score is what the core computes.",
     )
-    parser.add_argument("transcripts", type=Path, help="a transcripts.jsonl file")
+    parser.add_argument("transcripts", type=Path, nargs="+", help="transcripts.jsonl files")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
-    path = parser.require_file("transcripts", args.transcripts, "envtools.evaluate's output")
-    try:
-        replayed, skipped, problems = check_file(path)
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-        parser.reject("transcripts", "envtools.evaluate's transcripts.jsonl", str(error))
+    replayed = skipped = 0
+    problems: list[str] = []
+    for given in args.transcripts:
+        path = parser.require_file("transcripts", given, "envtools.evaluate's output")
+        try:
+            done, passed, found = check_file(path)
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+            parser.reject(
+                "transcripts", "envtools.evaluate's transcripts.jsonl", f"{path}: {error}"
+            )
+        replayed, skipped = replayed + done, skipped + passed
+        problems += [f"{path}: {problem}" for problem in found]
     for problem in problems:
         print(problem, file=sys.stderr)
     verdict = "every saved score matches" if not problems else f"{len(problems)} mismatches"
