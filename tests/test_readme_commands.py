@@ -412,6 +412,12 @@ NOT_RUN: dict[str, str] = {
         """-n 8 -r 1 -t 384 -T 0 -s -a '{"dataset_name": "PATH/TO/gsm8k/test.jsonl"}'   """
         "# its first 8 questions"
     ): _LOCAL_MODEL,
+    (
+        "uv run eval fathom-rlm -m smollm2-135m --client.base-url http://127.0.0.1:PORT/v1 "
+        "--client.api-key-var KEY_VAR --env.taskset.doc-tokens 4000 -n 3 "
+        "--sampling.max-tokens 192 --sampling.temperature 0 --no-serve --no-push "
+        "-o outputs/real-smollm2-v1"
+    ): _LOCAL_MODEL,
     "uv run python -m envtools.replay outputs/real-smollm2-fathom*/transcripts.jsonl": (
         _LOCAL_MODEL
     ),
