@@ -418,6 +418,12 @@ NOT_RUN: dict[str, str] = {
         "--sampling.max-tokens 192 --sampling.temperature 0 --no-serve --no-push "
         "-o outputs/real-smollm2-v1"
     ): _LOCAL_MODEL,
+    (
+        "uv run eval gsm8k-multireward -m smollm2-135m --client.base-url "
+        "http://127.0.0.1:PORT/v1 --client.api-key-var KEY_VAR -n 3 -r 1 "
+        "--env.taskset.dataset-name PATH/TO/gsm8k/test.jsonl --sampling.max-tokens 256 "
+        "--sampling.temperature 0 --no-push -o outputs/real-smollm2-v1-gsm8k"
+    ): _LOCAL_MODEL,
     "uv run python -m envtools.replay outputs/real-smollm2-fathom*/transcripts.jsonl": (
         _LOCAL_MODEL
     ),
