@@ -162,7 +162,9 @@ class LocalModel:
         stamp_file.write_text(json.dumps(stamp))
         return tokenizer, model
 
-    def prompt_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None):  # type: ignore[no-untyped-def]
+    def prompt_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
+        """The prompt's token ids (a 1 x n tensor): the request rewritten for a tool-less
+        template (`envtools.tool_calls`), then the model's own chat template."""
         text = self.tokenizer.apply_chat_template(
             prepare_messages(messages, tools), tokenize=False, add_generation_prompt=True
         )
@@ -191,7 +193,16 @@ class LocalModel:
         finally:
             self._lock.release()
 
-    def _generate(self, messages, tools, max_tokens, temperature, top_p, seed, deadline):  # type: ignore[no-untyped-def]
+    def _generate(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int,
+        temperature: float,
+        top_p: float,
+        seed: int | None,
+        deadline: float | None,
+    ) -> dict[str, Any]:
         from transformers import StoppingCriteria, StoppingCriteriaList
 
         torch = self.torch
@@ -199,7 +210,7 @@ class LocalModel:
         late = threading.Event()
 
         class Deadline(StoppingCriteria):
-            def __call__(self, input_ids, scores, **kwargs):  # type: ignore[no-untyped-def]
+            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> bool:
                 if deadline is not None and time.monotonic() > deadline:
                     late.set()
                     return True
@@ -302,7 +313,11 @@ def completion(model: LocalModel, request: Any, timeout_s: float, max_tokens: in
     }
 
 
-def make_handler(model: LocalModel, token: str | None, timeout_s: float, max_tokens: int):  # type: ignore[no-untyped-def]
+def make_handler(
+    model: LocalModel, token: str | None, timeout_s: float, max_tokens: int
+) -> type[BaseHTTPRequestHandler]:
+    """The request handler class bound to this model and its settings."""
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
