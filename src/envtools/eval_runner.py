@@ -133,7 +133,8 @@ def scripted_contenders(names: Sequence[str]) -> list[Contender]:
 
 
 def reply_from_completion(response: Any) -> ChatReply:
-    """An OpenAI `ChatCompletion` as a `ChatReply`: first choice, function tool calls, usage."""
+    """An OpenAI `ChatCompletion` as a `ChatReply`: first choice, function tool calls, usage and
+    finish reason."""
     choices = getattr(response, "choices", None) or []
     if not choices:
         raise ValueError("the completion has no choices")
@@ -156,7 +157,8 @@ def reply_from_completion(response: Any) -> ChatReply:
     reported = None
     if isinstance(prompt, int) and isinstance(completion, int):
         reported = {"prompt_tokens": prompt, "completion_tokens": completion}
-    return ChatReply(message, reported)
+    finish = getattr(choices[0], "finish_reason", None)
+    return ChatReply(message, reported, finish if isinstance(finish, str) else None)
 
 
 def openai_chat(
@@ -217,6 +219,31 @@ def endpoint_contender(
 
 # ------------------------------------------------------------------------------ rollouts
 
+TRANSCRIPT_KEY = "transcript"
+"""The key of `run_one`'s result holding what the model wrote: the task row, the root messages
+(system, question, assistant and tool turns) and every model reply in call order, root and
+sub-calls, each with its usage and finish reason (what `envtools.replay` feeds back)."""
+
+
+def recording_chat(chat: ChatFn, replies: list[dict[str, Any]]) -> ChatFn:
+    """`chat`, appending every reply (message, usage, finish reason) to `replies` as it comes."""
+
+    async def recorded(
+        messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> ChatReply:
+        reply = await chat(messages, tools)
+        replies.append(
+            {
+                "message": getattr(reply, "message", None),
+                "usage": getattr(reply, "usage", None),
+                "finish_reason": getattr(reply, "finish_reason", None),
+                "tools": bool(tools),
+            }
+        )
+        return reply
+
+    return recorded
+
 
 def _error_text(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
@@ -251,13 +278,16 @@ async def run_one(
     if row.source == "user":
         out |= {"row_id": row.row_id, "answer_kind": row.answer_kind}
     transcript: list[dict[str, Any]] = []
+    replies: list[dict[str, Any]] = []
+    out[TRANSCRIPT_KEY] = {"task_row": row.to_json(), "messages": transcript, "replies": replies}
     start = time.perf_counter()
     try:
         # Generated in a worker thread (once per seed even when rollouts ask at the same time),
         # so a new document never stalls the other rollouts on the event loop.
         document = await document_text(row)
+        chat = recording_chat(contender.chat, replies)
         record = await asyncio.wait_for(
-            run_rollout(document, task_question(row), contender.chat, caps, transcript=transcript),
+            run_rollout(document, task_question(row), chat, caps, transcript=transcript),
             timeout_s,
         )
         config = RewardConfig.from_caps(caps)

@@ -18,8 +18,12 @@ with an error message and they are counted in `tool_errors`. Failed rollouts mak
 that share; bad arguments exit 2.
 
 Outputs under `--out`: report.md (also printed to stdout), results.json, rollouts.jsonl (one small
-summary per rollout, never the document) and accuracy_vs_tokens.png (only when some policy
-completed rollouts; there is nothing to draw otherwise).
+summary per rollout, never the document), transcripts.jsonl (what each policy wrote: one line per
+rollout with its task row, the root conversation and every model reply in call order, root and
+sub-calls, with usage and finish reason; `--no-transcripts` leaves it out, e.g. for a large run:
+tool outputs in it quote the document) and accuracy_vs_tokens.png (only when some policy
+completed rollouts; there is nothing to draw otherwise). `python -m envtools.replay` re-scores
+the transcripts through the loop and reward and checks each saved score.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ from envtools.eval_runner import (
     DEFAULT_TIMEOUT_S,
     MAX_ERROR_CHARS,
     SPLIT,
+    TRANSCRIPT_KEY,
     USER_ROW_POLICIES,
     Contender,
     endpoint_contender,
@@ -111,6 +116,7 @@ __all__ = [
 ]
 
 DEFAULT_OUT = Path("outputs/eval")
+TRANSCRIPTS_NAME = "transcripts.jsonl"
 
 
 # --------------------------------------------------------------------------------- runs
@@ -129,8 +135,12 @@ def run_evaluation(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     metric_keys: Sequence[str] = METRIC_KEYS,
+    save_transcripts: bool = True,
 ) -> dict[str, Any]:
     """Evaluate, summarise and write every output; returns the results document.
+
+    With `save_transcripts`, transcripts.jsonl holds one line per rollout (the keys that name
+    it in rollouts.jsonl, its scores, and `TRANSCRIPT_KEY`); without, an old one is removed.
 
     `config` is recorded as-is in results.json (it needs at least `command`, `split`, `n`,
     `doc_tokens`, `seed` and `resamples` for the report).
@@ -153,6 +163,7 @@ def run_evaluation(
             )
         )
     wall_s = time.perf_counter() - started
+    transcripts = [r.pop(TRANSCRIPT_KEY) for r in rollouts]
     results: dict[str, Any] = {
         "config": config,
         "environment": {
@@ -177,6 +188,13 @@ def run_evaluation(
     with (out_dir / "rollouts.jsonl").open("w") as f:
         for r in rollouts:
             f.write(json.dumps(r) + "\n")
+    if save_transcripts:
+        with (out_dir / TRANSCRIPTS_NAME).open("w") as f:
+            for r, transcript in zip(rollouts, transcripts, strict=True):
+                named = {k: r[k] for k in TRANSCRIPT_NAMING}
+                f.write(json.dumps({**named, **transcript}, default=repr) + "\n")
+    else:
+        (out_dir / TRANSCRIPTS_NAME).unlink(missing_ok=True)
     (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out_dir / "report.md").write_text(render_report(results))
     if results["chart"]:
@@ -184,6 +202,10 @@ def run_evaluation(
     else:
         (out_dir / CHART_NAME).unlink(missing_ok=True)
     return results
+
+
+TRANSCRIPT_NAMING = ("policy", "task", "ended_by", "error", "scores")
+"""The keys of a rollout copied onto its transcript line: which one it is and what it scored."""
 
 
 def _task_entry(index: int, row: TaskRecord) -> dict[str, Any]:
@@ -217,7 +239,8 @@ def build_parser() -> cli.ArgumentParser:
         prog="python -m envtools.evaluate",
         description="Evaluate fathom-rlm policies (scripted, or a model behind an OpenAI-"
         "compatible endpoint) on a fixed sample of a split (eval by default); writes a Markdown "
-        "report, results.json, rollouts.jsonl and an accuracy-versus-tokens chart.",
+        "report, results.json, rollouts.jsonl, transcripts.jsonl and an accuracy-versus-tokens "
+        "chart.",
     )
     parser.add_argument(
         "--n",
@@ -283,6 +306,10 @@ def build_parser() -> cli.ArgumentParser:
         default=None,
         help=f"output directory (default {DEFAULT_OUT}; with --data, outputs/eval-<file name>, so"
         " a run on your rows never overwrites the default run's report)",
+    )
+    no_transcripts = f"do not write {TRANSCRIPTS_NAME} (every conversation; large on long runs)"
+    parser.add_argument(
+        "--no-transcripts", dest="transcripts", action="store_false", help=no_transcripts
     )
     parser.add_argument("--model", help="model name served at --base-url")
     parser.add_argument(
@@ -435,13 +462,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=args.seed,
             progress=lambda msg: print(msg, file=sys.stderr, flush=True),
             metric_keys=USER_METRIC_KEYS if args.rows is not None else METRIC_KEYS,
+            save_transcripts=args.transcripts,
         )
     finally:
         shutdown_fork_servers()
     print(render_report(results), end="")
     chart = f", {CHART_NAME}" if results["chart"] else " (no chart: nothing completed)"
+    transcripts = f", {TRANSCRIPTS_NAME}" if args.transcripts else ""
     print(
-        f"\nwrote {args.out}/report.md, results.json, rollouts.jsonl{chart} "
+        f"\nwrote {args.out}/report.md, results.json, rollouts.jsonl{transcripts}{chart} "
         f"in {results['environment']['wall_s']:.0f} s",
         file=sys.stderr,
     )

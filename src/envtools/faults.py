@@ -9,6 +9,8 @@ request picks at most one fault. The faults are real, over real HTTP on 127.0.0.
 * `malformed`: instead of the policy's reply, an assistant message whose tool call is broken
   (invalid or deeply nested JSON, an unknown tool, wrongly typed arguments), in rotation.
 * `empty`: an assistant message with no content and no tool calls.
+* `cut`: the policy's own reply cut in half, as a server cuts a reply at `max_tokens`: its text
+  and every tool call's arguments end mid-way (mid-JSON), and `finish_reason` is "length".
 
     uv run python -m envtools.policy_server --faults drop=0.02,error=0.02,malformed=0.05,seed=1
 
@@ -24,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, fields
 from typing import Any
 
-FAULTS: tuple[str, ...] = ("drop", "slow", "error", "malformed", "empty")
+FAULTS: tuple[str, ...] = ("drop", "slow", "error", "malformed", "empty", "cut")
 
 _MALFORMED_CALLS: tuple[tuple[str, str], ...] = (
     ("repl", '{"code": "print(1)"'),  # truncated JSON
@@ -44,6 +46,7 @@ class FaultPlan:
     error: float = 0.0
     malformed: float = 0.0
     empty: float = 0.0
+    cut: float = 0.0
     slow_s: float = 2.0
     seed: int = 0
 
@@ -100,6 +103,28 @@ class FaultInjector:
 
 
 EMPTY_MESSAGE: dict[str, Any] = {"role": "assistant", "content": None}
+
+
+def cut_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A reply as a server cuts it at `max_tokens`: the first half of its text and of each tool
+    call's arguments (so a JSON argument ends mid-way)."""
+    content = message.get("content")
+    out: dict[str, Any] = {
+        "role": "assistant",
+        "content": content[: len(content) // 2] if isinstance(content, str) else content,
+    }
+    calls = []
+    for call in message.get("tool_calls") or ():
+        function = dict(call.get("function") or {})
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        function["arguments"] = arguments[: len(arguments) // 2]
+        calls.append({**call, "function": function})
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
 
 SERVER_ERROR: dict[str, Any] = {
     "error": {

@@ -17,7 +17,8 @@ with the word-overlap reader (`envtools.policies.fathom.overlap_reader`), as `en
 --data` does, and the gold-in-hand attacks know the rows.
 
 For robustness tests and the soak benchmark only, `--faults SPEC` (or `faults=`) injects dropped
-connections, slow replies, 500s, malformed tool calls and empty messages (see `envtools.faults`).
+connections, slow replies, 500s, malformed tool calls, empty messages and replies cut at the
+token cap (see `envtools.faults`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,14 @@ from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.userdata import FORMATS
 
 from envtools import cli
-from envtools.faults import EMPTY_MESSAGE, SERVER_ERROR, FaultInjector, FaultPlan, describe
+from envtools.faults import (
+    EMPTY_MESSAGE,
+    SERVER_ERROR,
+    FaultInjector,
+    FaultPlan,
+    cut_message,
+    describe,
+)
 from envtools.policies.base import ChatResult, Policy
 from envtools.policies.gsm8k import DATA_ENV_VAR
 from envtools.policies.registry import PolicyFactory, available_policies
@@ -149,8 +157,11 @@ def _encode_response(status: int, payload: Any, keep_alive: bool) -> bytes:
     return head.encode("latin-1") + body
 
 
-def completion_payload(model: str, results: list[ChatResult]) -> dict[str, Any]:
-    """The OpenAI `chat.completion` object for one choice per result."""
+def completion_payload(
+    model: str, results: list[ChatResult], finish_reason: str | None = None
+) -> dict[str, Any]:
+    """The OpenAI `chat.completion` object for one choice per result; `finish_reason` overrides
+    the natural one ("tool_calls" or "stop"), e.g. "length" for a cut reply."""
     choices = []
     prompt_tokens = completion_tokens = 0
     reports_usage = bool(results) and all(result.usage is not None for result in results)
@@ -163,7 +174,7 @@ def completion_payload(model: str, results: list[ChatResult]) -> dict[str, Any]:
             {
                 "index": index,
                 "message": message,
-                "finish_reason": "tool_calls" if tool_calls else "stop",
+                "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
                 "logprobs": None,
             }
         )
@@ -366,7 +377,11 @@ class PolicyServer:
         else:
             with _any_text_context(self._any_text):
                 results = [await policy.respond(messages, tools) for _ in range(n)]
-        payload = completion_payload(request["model"], results)
+        finish_reason = None
+        if fault == "cut":
+            results = [ChatResult(cut_message(r.message), r.usage) for r in results]
+            finish_reason = "length"
+        payload = completion_payload(request["model"], results, finish_reason)
         if request.get("stream"):
             options = request.get("stream_options") or {}
             return stream_events(payload, include_usage=bool(options.get("include_usage")))

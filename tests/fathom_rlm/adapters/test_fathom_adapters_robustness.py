@@ -150,3 +150,41 @@ def test_v1_task_scores_off_the_loop_thread(
     reward, signals = asyncio.run(both())
     assert reward == 0.0 and signals["correctness"] == 0.0
     assert seen and threading.get_ident() not in seen
+
+
+def test_legacy_rollout_cut_at_the_token_cap_ends_truncated_as_the_core_does(
+    row: TaskRecord,
+) -> None:
+    """verifiers marks a reply with finish_reason "length" `is_truncated`; the adapter stops
+    there, runs none of its (cut) tool calls and records the core's "truncated" ending."""
+    from fathom_rlm.adapters.legacy import RECORD_KEY
+    from fathom_rlm.agent.turns import TRUNCATED
+
+    with policy_server_in_thread(faults=FaultPlan(cut=1.0)) as url:
+        state, scores = legacy_rollout(url, row)
+    assert state["is_truncated"] and state["stop_condition"] == "truncated"
+    record = state[RECORD_KEY]
+    assert record.ended_by == TRUNCATED and record.final_answer is None
+    assert record.turns == 1 and record.total_tool_calls == 0
+    assert scores["reward"] == 0.0 and scores["format_gate"] == 0.0
+
+
+def test_endpoint_rollout_cut_at_the_token_cap_ends_truncated(row: TaskRecord) -> None:
+    """The same cut reply through `envtools.evaluate`'s OpenAI client and the core loop."""
+    from fathom_rlm.agent.turns import TRUNCATED
+
+    from envtools.eval_runner import endpoint_contender, run_one
+
+    with policy_server_in_thread(faults=FaultPlan(cut=1.0)) as url:
+        contender = endpoint_contender("fathom-reference", url)
+
+        async def go() -> dict[str, Any]:
+            try:
+                return await run_one(contender, 0, row)
+            finally:
+                assert contender.aclose is not None
+                await contender.aclose()
+
+        out = asyncio.run(go())
+    assert out["error"] is None and out["ended_by"] == TRUNCATED
+    assert out["scores"]["reward"] == 0.0 and out["summary"]["tool_calls"] == {}

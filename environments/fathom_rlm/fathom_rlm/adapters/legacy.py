@@ -35,6 +35,7 @@ from fathom_rlm.agent import (
     tool_schemas,
 )
 from fathom_rlm.agent.loop import TIME_BUDGET, initial_messages
+from fathom_rlm.agent.turns import CUT_FINISH_REASON, TRUNCATED
 from fathom_rlm.documents.tasks.record import TaskRecord
 from fathom_rlm.userdata.grading import task_question
 
@@ -109,7 +110,26 @@ def _reply(response: Any) -> ChatReply:
         if usage is not None
         else None
     )
-    return ChatReply(out, counted)
+    return ChatReply(out, counted, CUT_FINISH_REASON if _was_cut(response) else None)
+
+
+def _was_cut(response: Any) -> bool:
+    """Whether a legacy `vf.Response` stopped at the completion-token cap (its message's
+    `is_truncated`, or a "length" finish reason)."""
+    message = getattr(response, "message", None)
+    return bool(getattr(message, "is_truncated", False)) or (
+        getattr(message, "finish_reason", None) == CUT_FINISH_REASON
+    )
+
+
+def _last_reply_cut(state: vf.State) -> bool:
+    """Whether the last root reply was cut at the completion-token cap (verifiers marks the
+    step `is_truncated`)."""
+    trajectory = state.get("trajectory") or []
+    if not trajectory:
+        return False
+    step = trajectory[-1]
+    return bool(step.get("is_truncated")) or _was_cut(step.get("response"))
 
 
 def _as_dicts(messages: Any) -> list[Message]:
@@ -216,6 +236,12 @@ class FathomLegacyEnv(vf.MultiTurnEnv):
     async def answered(self, state: vf.State) -> bool:
         return _final_message(state) is not None
 
+    @vf.stop(priority=1)  # before `answered`, so a cut reply without calls is named truncated
+    async def truncated(self, state: vf.State) -> bool:
+        """A reply cut at the completion-token cap ends the rollout, its tool calls unrun, as
+        the core's loop does (`TRUNCATED`)."""
+        return _last_reply_cut(state)
+
     @vf.cleanup
     async def close_tools(self, state: vf.State) -> None:
         tools: RolloutTools | None = state.get(TOOLS_KEY)
@@ -224,10 +250,13 @@ class FathomLegacyEnv(vf.MultiTurnEnv):
             return
         state[TOOLS_KEY] = None
         try:
-            final = _final_message(state)
-            stop = state.get("stop_condition")
-            ended_by = "answer" if final is not None else ended_by_from_stop(stop)
-            state[RECORD_KEY] = tools.finish(final, ended_by)
+            if _last_reply_cut(state):
+                state[RECORD_KEY] = tools.finish(None, TRUNCATED)
+            else:
+                final = _final_message(state)
+                stop = state.get("stop_condition")
+                ended_by = "answer" if final is not None else ended_by_from_stop(stop)
+                state[RECORD_KEY] = tools.finish(final, ended_by)
         finally:
             await tools.close()
 

@@ -26,13 +26,17 @@ class ChatReply:
     """`{"role": "assistant", "content": str | None, "tool_calls": [...]?}`."""
     usage: dict[str, int] | None = field(default=None)
     """`{"prompt_tokens": int, "completion_tokens": int}` if reported, else None."""
+    finish_reason: str | None = field(default=None)
+    """The server's `finish_reason` when it gives one: "length" means the reply was cut at
+    the completion-token cap (the loop ends the rollout as truncated)."""
 
 
 ChatFn = Callable[[list[Message], list[ToolSchema] | None], Awaitable[ChatReply]]
 """`await chat(messages, tool_schemas_or_None) -> ChatReply`.
 
 Any object with `.message` and `.usage` attributes is accepted as the reply (a scripted policy's
-result type duck-types), so an adapter rarely needs to convert.
+result type duck-types; `.finish_reason` is read when present), so an adapter rarely needs to
+convert.
 """
 
 
@@ -50,8 +54,12 @@ def chat_request(
 
 
 def chat_reply(payload: dict[str, Any]) -> ChatReply:
-    """The first choice's message and the reported usage of a `/chat/completions` response."""
-    return ChatReply(payload["choices"][0]["message"], payload.get("usage"))
+    """The first choice's message, usage and finish reason of a `/chat/completions` response."""
+    choice = payload["choices"][0]
+    finish = choice.get("finish_reason")
+    return ChatReply(
+        choice["message"], payload.get("usage"), finish if isinstance(finish, str) else None
+    )
 
 
 def message_chars(message: Message) -> int:

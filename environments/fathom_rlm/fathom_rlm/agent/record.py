@@ -79,6 +79,7 @@ class RolloutRecord:
     """The inner text of the final message's single `<answer>` block, if it has exactly one."""
     ended_by: str = "running"
     """"answer" (a reply without tool calls), "max_turns" (turn budget exhausted),
+    "truncated" (the last reply was cut at the completion-token cap: no final answer),
     "time_budget" (past `RolloutCaps.time_budget_s`), or "stopped" (interrupted from outside,
     e.g. by a trainer's limit)."""
 

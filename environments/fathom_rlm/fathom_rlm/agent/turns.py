@@ -70,6 +70,17 @@ def _dump(value: Any) -> str:
             return f"<unprintable {type(value).__name__}>"
 
 
+TRUNCATED = "truncated"
+"""`ended_by` of a loop whose last reply was cut at the completion-token cap."""
+CUT_FINISH_REASON = "length"
+"""The OpenAI `finish_reason` of a reply cut at `max_tokens`."""
+
+
+def was_cut(reply: Any) -> bool:
+    """Whether the server says the reply stopped at the completion-token cap."""
+    return getattr(reply, "finish_reason", None) == CUT_FINISH_REASON
+
+
 @dataclass
 class TurnsResult:
     final_message: str | None
@@ -87,6 +98,11 @@ async def run_turns(
 ) -> TurnsResult:
     """Ask the model, run its tool calls, repeat; a reply without tool calls ends the loop.
 
+    A reply the server cut at the completion-token cap (`finish_reason == "length"`) ends the
+    loop as `TRUNCATED` with no final message, whatever it holds: its text stopped mid-thought and
+    a tool call in it may be cut mid-JSON, so neither is taken as the model's answer or run (the
+    same rollout that legacy verifiers marks `is_truncated`).
+
     `execute(call, index)` gets the call's position in its reply so it can refuse calls beyond a
     per-turn cap. `messages` is extended in place with the assistant and tool messages, so the
     caller keeps the transcript. Tool calls of one reply run one after another, in order, so the
@@ -98,6 +114,8 @@ async def run_turns(
         on_reply(request, schemas, reply)
         assistant, calls = normalize_assistant(getattr(reply, "message", None), turn)
         messages.append(assistant)
+        if was_cut(reply):
+            return TurnsResult(None, turn + 1, TRUNCATED)
         if not calls:
             return TurnsResult(assistant["content"], turn + 1, "answer")
         for index, call in enumerate(calls):

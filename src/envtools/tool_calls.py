@@ -1,0 +1,119 @@
+"""Tool calls for a chat model whose template knows no tools: described in text, parsed from text.
+
+`envtools.local_model` serves models whose own chat template has only roles and text (ChatML:
+SmolLM2). To offer OpenAI-style `tools`, the request is rewritten before the template sees it:
+
+* the system message gains a preamble (`tool_preamble`) that lists each tool as its JSON schema
+  and asks for calls written as ``<tool_call>{"name": NAME, "arguments": {...}}</tool_call>``,
+  one block per call (the convention of several open instruct models' templates);
+* an earlier assistant turn's `tool_calls` are written back in that same form, and a `tool`
+  message stays a `tool` turn, so the model sees its own calls and their results as text.
+
+The reply is parsed back (`parse_reply`): every ``<tool_call>`` block becomes one OpenAI tool call
+and the text outside the blocks is the content. A block that is not valid JSON, or is cut off by
+the token cap, still becomes a call (its name when one can be read, its raw text as arguments), so
+the environment answers it with an error the model can see rather than losing it. Nothing here
+constrains decoding: a model may write anything, and what it wrote is what comes back.
+
+Standard library only, so the parser is tested without a model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import uuid
+from typing import Any
+
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+_BLOCK = re.compile(re.escape(OPEN) + r"(.*?)(?:" + re.escape(CLOSE) + r"|\Z)", re.DOTALL)
+_NAME = re.compile(r'"name"\s*:\s*"([^"\\]{1,200})"')
+
+
+def tool_preamble(tools: list[dict[str, Any]]) -> str:
+    """The text appended to the system message when tools are offered."""
+    schemas = "\n".join(json.dumps(_function(t), ensure_ascii=False) for t in tools)
+    return (
+        "You can call these tools (JSON schemas):\n"
+        f"{schemas}\n"
+        "To call a tool, write exactly one block per call:\n"
+        f'{OPEN}{{"name": "TOOL_NAME", "arguments": {{"ARG": "VALUE"}}}}{CLOSE}\n'
+        "Each result comes back in a message from the tool. Reply without a tool call when "
+        "you are done."
+    )
+
+
+def _function(tool: dict[str, Any]) -> dict[str, Any]:
+    fn = tool.get("function") if isinstance(tool, dict) else None
+    return fn if isinstance(fn, dict) else {"name": str(tool)}
+
+
+def text_of(content: Any) -> str:
+    """A message's content as text: a string as is, the text parts of a list, else empty."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def render_call(call: dict[str, Any]) -> str:
+    """An OpenAI tool call as the block the model is asked to write."""
+    fn = call.get("function") if isinstance(call, dict) else None
+    fn = fn if isinstance(fn, dict) else {}
+    arguments = fn.get("arguments")
+    if isinstance(arguments, str):
+        with contextlib.suppress(json.JSONDecodeError, RecursionError):  # else shown as is
+            arguments = json.loads(arguments)
+    body = json.dumps({"name": fn.get("name"), "arguments": arguments}, ensure_ascii=False)
+    return f"{OPEN}{body}{CLOSE}"
+
+
+def prepare_messages(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> list[dict[str, str]]:
+    """OpenAI chat messages as plain `{role, content}` text turns for a tool-less template."""
+    out: list[dict[str, str]] = []
+    for message in messages:
+        role = str(message.get("role") or "user")
+        content = text_of(message.get("content"))
+        calls = message.get("tool_calls") or []
+        if role == "assistant" and isinstance(calls, list) and calls:
+            content = "\n".join([content, *(render_call(c) for c in calls)]).strip()
+        out.append({"role": role, "content": content})
+    if tools:
+        preamble = tool_preamble(tools)
+        if out and out[0]["role"] == "system":
+            out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{preamble}".strip()}
+        else:
+            out.insert(0, {"role": "system", "content": preamble})
+    return out
+
+
+def parse_reply(text: str) -> tuple[str | None, list[dict[str, Any]]]:
+    """(content, tool_calls) of a generated reply; content is None when only calls remain."""
+    calls = [_call(match.group(1)) for match in _BLOCK.finditer(text)]
+    content = _BLOCK.sub("", text).strip()
+    return (content or None) if calls else content, calls
+
+
+def _call(body: str) -> dict[str, Any]:
+    """One block as an OpenAI tool call; unparseable JSON keeps its raw text as arguments."""
+    name, arguments = "", body.strip()
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, RecursionError):
+        data = None
+        found = _NAME.search(body)
+        name = found.group(1) if found else ""
+    if isinstance(data, dict):
+        raw_name = data.get("name")
+        name = raw_name if isinstance(raw_name, str) else ""
+        value = data.get("arguments", data.get("parameters", {}))
+        arguments = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return {
+        "id": f"call_{uuid.uuid4().hex[:24]}",
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
