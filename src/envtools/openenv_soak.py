@@ -1,8 +1,8 @@
 """A soak of the gsm8k-multireward OpenEnv server on a shared network: many honest sessions
 (reset, then the gold reply as the answer, which must score 1) while hostile clients run
-alongside them: no token, a wrong token, 200 MB bodies, 100,000-deep JSON, bad arguments,
-oversized WebSocket messages, `/mcp` session spam, sessions left idle, and episodes dropped
-midway. It passes when no honest session fails and every hostile attempt is refused as it
+alongside them: no token, a wrong token, 200 MB bodies, 5,000-deep JSON, JSON of 100,000
+values, bad arguments, oversized WebSocket messages, `/mcp` session spam, sessions left idle,
+and episodes dropped midway. It passes when no honest session fails and every hostile attempt is refused as it
 should be.
 
     uv run python -m envtools.openenv_soak --data PATH/TO/gsm8k.jsonl --sessions 500
@@ -160,12 +160,14 @@ async def _dropped_episode(url: str) -> str:
 def hostile_attempts(url: str, idle_s: float) -> list[tuple[str, Any, set[str]]]:
     """(name, coroutine factory, the outcomes that count as refused) for each hostile kind."""
     create = {"jsonrpc": "2.0", "method": "openenv/session/create", "params": {}, "id": 1}
-    deep = '{"type": "step", "data": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    deep = '{"type": "step", "data": ' + "[" * 5_000 + "]" * 5_000 + "}"
+    many = '{"type": "step", "data": {"message": "x", "extra": [' + "{}," * 100_000 + "{}]}}"
     return [
         ("no token", lambda: _refused_handshake(url, None), {"http 403"}),
         ("wrong token", lambda: _http(url, "wrong-token-0123456789xx", "/reset"), {"http 401"}),
         ("200 MB body", lambda: _declared_200_mb(url), {"http 413"}),
         ("deep JSON", lambda: _ws_reply(url, deep), {"TOO_DEEP"}),
+        ("many JSON values", lambda: _ws_reply(url, many), {"TOO_MANY_VALUES"}),
         (
             "bad reset",
             lambda: _ws_reply(url, '{"type": "reset", "data": {"seed": -5}}'),
@@ -256,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         tokens = Path(tmp) / "tokens"
         tokens.write_text(f"{HONEST}\n{HOSTILE}\n")
+        tokens.chmod(0o600)
         log = open(Path(tmp) / "server.log", "w")  # noqa: SIM115 - closed with the server
         server = subprocess.Popen(
             [

@@ -118,6 +118,8 @@ def serve(app: Any, settings: GuardSettings, name: str) -> None:
 
     import uvicorn
 
+    from .connections import guarded_protocol
+
     # Slow work (parsing and grading a long reply) runs on worker threads; the event loop
     # thread then waits for the interpreter lock up to one switch interval (5 ms by default)
     # each time it needs it, which adds up to tens of milliseconds per reply to other sessions.
@@ -128,8 +130,13 @@ def serve(app: Any, settings: GuardSettings, name: str) -> None:
         host=settings.host,
         port=settings.port,
         log_level="warning",
+        http=guarded_protocol(settings),  # header deadline and connection cap
         ws="wsproto",
         ws_max_size=settings.max_message_bytes + 4096,  # room for the JSON envelope
+        # uvicorn believes X-Forwarded-For from 127.0.0.1 by default: any local client could
+        # then name its own address. Only the configured proxies are believed.
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=list(settings.trusted_proxies) or None,
     )
 
 

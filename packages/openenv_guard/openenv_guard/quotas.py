@@ -60,6 +60,20 @@ class ClientQuotas:
         self.clock = clock
         self.sessions: Counter[str] = Counter()
         self._use: dict[str, deque[tuple[float, int, int]]] = {}
+        self._resets: dict[str, tuple[float, float]] = {}  # client -> (tokens left, when)
+
+    def take_reset(self, client: Client) -> float:
+        """Take one of the client's resets (a token bucket of `client_reset_burst` refilled at
+        `client_reset_rate` per second): 0 if taken, else the seconds until one is free."""
+        rate, burst = self.settings.client_reset_rate, self.settings.client_reset_burst
+        now = self.clock()
+        left, then = self._resets.get(client.name, (float(burst), now))
+        left = min(float(burst), left + (now - then) * rate)
+        if left < 1:
+            self._resets[client.name] = (left, now)
+            return (1 - left) / rate
+        self._resets[client.name] = (left - 1, now)
+        return 0.0
 
     def open_session(self, client: Client) -> bool:
         """Take one of the client's session slots; False when all are in use."""
