@@ -44,10 +44,11 @@ class GuardSettings:
     """Open connections (HTTP and WebSocket) at once; one more is answered 503 and closed."""
     trusted_proxies: tuple[str, ...] = ()
     """Addresses or networks whose `X-Forwarded-For` names the client; none by default."""
-    client_reset_rate: float = 5.0
+    client_reset_rate: float = 10.0
     """Resets per second a client may start, on average (a token bucket)."""
     client_reset_burst: int = 64
-    """Resets a client may start at once before `client_reset_rate` applies."""
+    """Resets a client may start at once before `client_reset_rate` applies (the command's
+    default: `max_sessions`, every session a client may open resetting at once)."""
     max_sessions: int = 64
     max_sessions_per_client: int = 32
     """Open `/ws` sessions plus HTTP requests in flight, per client."""
@@ -131,8 +132,11 @@ def read_tokens(token_file: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tokens))
 
 
-def add_guard_arguments(parser: argparse.ArgumentParser, max_sessions: int) -> None:
-    """The flags every guarded server takes (host, port, auth, limits, quotas)."""
+def add_guard_arguments(
+    parser: argparse.ArgumentParser, max_sessions: int, reset_rate: float | None = None
+) -> None:
+    """The flags every guarded server takes (host, port, auth, limits, quotas); `max_sessions`
+    and `reset_rate` are the environment's defaults for its session cap and client reset rate."""
     d = GuardSettings()
     group = parser.add_argument_group("serving on a shared network")
     group.add_argument("--host", default=d.host)
@@ -169,9 +173,14 @@ def add_guard_arguments(parser: argparse.ArgumentParser, max_sessions: int) -> N
         help="comma-separated addresses or networks whose X-Forwarded-For is believed (none)",
     )
     group.add_argument(
-        "--client-reset-rate", type=float, default=d.client_reset_rate, help="resets/s per client"
+        "--client-reset-rate",
+        type=float,
+        default=reset_rate or d.client_reset_rate,
+        help="resets/s per client",
     )
-    group.add_argument("--client-reset-burst", type=int, default=d.client_reset_burst)
+    group.add_argument(
+        "--client-reset-burst", type=int, default=None, help="default: --max-sessions"
+    )
     group.add_argument("--quota-window", type=float, default=d.quota_window_s, help="s")
     group.add_argument("--client-sub-calls", type=int, default=d.client_sub_calls)
     group.add_argument("--client-endpoint-tokens", type=int, default=d.client_endpoint_tokens)
@@ -194,7 +203,7 @@ def guard_settings(args: argparse.Namespace) -> GuardSettings:
         max_connections=args.max_connections,
         trusted_proxies=trusted_proxies(args.trusted_proxies),
         client_reset_rate=args.client_reset_rate,
-        client_reset_burst=args.client_reset_burst,
+        client_reset_burst=args.client_reset_burst or args.max_sessions,
         max_sessions=args.max_sessions,
         max_sessions_per_client=per_client,
         idle_timeout_s=args.idle_timeout,
