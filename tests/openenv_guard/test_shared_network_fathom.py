@@ -143,7 +143,7 @@ def p95_and_max(rounds: list[float]) -> tuple[float, float]:
 
 
 def test_a_reset_flood_leaves_other_sessions_round_trips_short(server: Any) -> None:
-    """One client resets as fast as four sessions and HTTP `/reset` can (before, each fathom
+    """One client resets as fast as three sessions and HTTP `/reset` can (before, each fathom
     reset held the event loop 100-180 ms, building its endpoint client); another session's
     round trips stay short: p95 < 50 ms, max < 250 ms, the bar of the 15 MB test next door."""
     ws_url = server.url.replace("http", "ws") + "/ws"

@@ -27,7 +27,6 @@ environment saw.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -40,7 +39,6 @@ from openenv_guard import (
     QuotaExceeded,
     SessionBudget,
     current_client,
-    offload,
     row_index,
 )
 
@@ -118,10 +116,8 @@ class FathomEnvironment(LoopEnvironment[FathomAction, FathomObservation, FathomS
         if self._budget is None and self.quotas is not None and client is not None:
             self._budget = SessionBudget(self.quotas, client)  # the session's, across resets
         endpoint = self.options.endpoint
-        # The endpoint's API key is sent only for a client that presented a valid token. A new
-        # client loads the CA bundle (tens of milliseconds in C): built off the event loop.
-        send_key = client is not None and client.authenticated
-        self._client = await offload(functools.partial(endpoint.http_client, send_key=send_key))
+        # The endpoint's API key is sent only for a client that presented a valid token.
+        self._client = endpoint.http_client(send_key=client is not None and client.authenticated)
         max_tokens = self.options.arguments.sub_max_completion_tokens
         sub_chat = endpoint_chat(self._client, endpoint.model, max_tokens)
         self._tools = RolloutTools(
