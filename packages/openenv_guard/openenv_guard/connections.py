@@ -58,11 +58,13 @@ class GuardedH11Protocol(H11Protocol):
 
     def _headers_late(self, cycle_then: Any) -> None:
         """Close the connection if no request's headers have arrived since the timer started
-        (a new request starts a new cycle; an upgraded WebSocket has another protocol)."""
+        and none is being served (a new request starts a new cycle, a pipelined one may have
+        started just before the timer; an upgraded WebSocket has another protocol)."""
         self._header_timer = None
         if self.transport.is_closing() or self.transport.get_protocol() is not self:
             return
-        if self.cycle is cycle_then:
+        serving = cycle_then is not None and not cycle_then.response_complete
+        if self.cycle is cycle_then and not serving:
             self.transport.close()
 
 

@@ -248,9 +248,9 @@ def _schema_chars(tools: Any) -> int:
 def _reported(usage: dict[str, Any], name: str, estimate: int) -> int:
     """The endpoint's count `name`, else the estimate."""
     value = usage.get(name)
-    return (
-        value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else estimate
-    )
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return estimate
 
 
 def _arguments(action: FathomAction) -> dict[str, Any]:
