@@ -329,8 +329,9 @@ async def measure_latency(
     url: str, env: str, reply: str, rounds: int, flood_s: float
 ) -> dict[str, Any]:
     """Another session's round trips: idle, during a reset flood, and during 15 MB messages
-    (`rounds` of each, one after another). The load runs in a process of its own, so building
-    and sending it does not delay the round trips measured here."""
+    (`rounds` of each, one after another), after one untimed episode. The load runs in a
+    process of its own, so building and sending it does not delay the round trips measured
+    here."""
     result: dict[str, Any] = {"load_before": [round(x, 2) for x in os.getloadavg()]}
     headers = {"Authorization": f"Bearer {HONEST}"}
     loop = asyncio.get_running_loop()
@@ -338,8 +339,18 @@ async def measure_latency(
     with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as load:
         await loop.run_in_executor(load, time.sleep, 0)  # started before anything is timed
         async with ws_connect(_ws(url), additional_headers=headers) as ws:
-            await ws.send('{"type": "reset", "data": {"task_index": 0}}')
-            await ws.recv()
+            # An untimed episode first: the server starts its graders on the first one.
+            data = (
+                {"tool": "answer", "message": "<answer>x</answer>"}
+                if env == "fathom-rlm"
+                else {"message": reply}
+            )
+            for message in (
+                {"type": "reset", "data": {"task_index": 0}},
+                {"type": "step", "data": data},
+            ):
+                await ws.send(json.dumps(message))
+                await ws.recv()
             idle = asyncio.ensure_future(asyncio.sleep(2))
             result["idle"] = _summary(await _round_trips(ws, idle))
             flood_times: list[float] = []

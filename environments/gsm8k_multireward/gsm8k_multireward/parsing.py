@@ -1,6 +1,6 @@
 """Answer extraction: the last ``\\boxed{...}`` after the reasoning block.
 
-Rules (one left-to-right regex pass, so linear in the completion length):
+Rules (one left-to-right pass over the tokens, so linear in the completion length):
 
 * If the completion contains ``</think>``, only the text after the LAST ``</think>`` counts.
   A ``<think>`` without a later ``</think>`` is an unfinished reasoning block: there is no
@@ -16,6 +16,7 @@ Rules (one left-to-right regex pass, so linear in the completion length):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
@@ -48,6 +49,31 @@ def _rfind(text: str, needle: str) -> int:
     return -1
 
 
+_TOKEN_STARTS = ("\\", "{", "}")
+
+
+def _tokens(text: str) -> Iterator[re.Match[str]]:
+    """The matches of `_TOKENS` in `text`, as `finditer` would give them. Every token starts
+    with one of three characters, found by `str.find` (memchr speed): the regex engine only
+    matches at those positions, instead of walking every character of a long stretch without
+    a token in one call that holds the interpreter lock (a 15 MB reply of plain prose held it
+    ~170 ms, stalling a server's event loop)."""
+    following = {char: text.find(char) for char in _TOKEN_STARTS}
+    while True:
+        starts = [index for index in following.values() if index >= 0]
+        if not starts:
+            return
+        at = min(starts)
+        match = _TOKENS.match(text, at)
+        end = at + 1  # no match only for a backslash that ends the text
+        if match is not None:
+            yield match
+            end = match.end()
+        for char, index in following.items():
+            if 0 <= index < end:
+                following[char] = text.find(char, end)
+
+
 def answer_region(completion: str) -> str | None:
     """The part of the completion that may hold the final answer, or None if unfinished."""
     cut = _rfind(completion, THINK_CLOSE)
@@ -68,7 +94,7 @@ def last_boxed(text: str) -> str | None:
     box_depths: list[int] = []  # brace depth at which each open box was opened
     box_close: dict[int, int] = {}  # content start -> position of its closing brace
     last: tuple[int, int] | None = None
-    for match in _TOKENS.finditer(text):
+    for match in _tokens(text):
         token = match.group()
         if token[-1] == "{" and token.startswith("\\boxed"):
             depth += 1
