@@ -383,6 +383,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--flood-seconds", type=cli.number(0.1), default=3.0, help="--latency: per flood"
     )
+    parser.add_argument(
+        "--reset-rate",
+        type=cli.number(0.001),
+        default=None,
+        help="the server's --client-reset-rate (default: its own)",
+    )
     parser.add_argument("--sessions", type=cli.integer(1), default=500, help="honest sessions")
     parser.add_argument(
         "--concurrency", type=cli.integer(1), default=24, help="honest sessions at once"
@@ -413,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
                 *(sys.executable, "-m", *command),
                 *("--port", str(port), "--token-file", str(tokens)),
                 *("--max-sessions", "64", "--idle-timeout", str(args.idle_timeout)),
+                *(("--client-reset-rate", str(args.reset_rate)) if args.reset_rate else ()),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
