@@ -97,9 +97,9 @@ def test_pathological_inputs_are_safe() -> None:
 
 
 def test_tokens_are_the_regex_passes_tokens() -> None:
-    """The `str.find`-driven tokenizer yields exactly what one `finditer` pass of the token
-    regex yields, on random texts of every token's pieces (escapes, boxes with spaces, braces,
-    a trailing backslash)."""
+    """The tokenizer's windows yield exactly what one `finditer` pass of the token regex yields,
+    on random texts of every token's pieces (escapes, runs of backslashes, boxes with spaces,
+    braces, a trailing backslash), with windows of 1 to 8 characters and the real size."""
     import random
 
     from gsm8k_multireward.parsing import _TOKENS, _tokens
@@ -109,4 +109,5 @@ def test_tokens_are_the_regex_passes_tokens() -> None:
     for _ in range(5_000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
         expected = [(m.start(), m.group()) for m in _TOKENS.finditer(text)]
-        assert [(m.start(), m.group()) for m in _tokens(text)] == expected, text
+        for step in (1, 2, 3, 5, 8, 1 << 16):
+            assert [(m.start(), m.group()) for m in _tokens(text, step)] == expected, text

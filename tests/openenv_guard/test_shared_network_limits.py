@@ -263,9 +263,12 @@ def test_odd_messages_get_the_guards_errors_and_the_session_goes_on(server: Any)
     assert digits["data"]["code"] == "VALIDATION_ERROR" and "digits" in digits["data"]["message"]
     assert result["data"]["observation"]["rewards"]["correct_answer"] == 1.0
     with httpx.Client(base_url=server.url, headers=auth(HONEST), timeout=30) as http:
-        body = '{"seed": ' + huge + "}"
-        response = http.post("/reset", content=body, headers={"content-type": "application/json"})
+        json_type = {"content-type": "application/json"}
+        response = http.post("/reset", content='{"seed": ' + huge + "}", headers=json_type)
         assert "digits" in guard_error(response, 400, "VALIDATION_ERROR")
+        # Bytes that are not UTF-8 are not JSON: the app says so, in the guard's shape.
+        response = http.post("/reset", content=b'{"seed": "\xff"}', headers=json_type)
+        assert "parsing the body" in guard_error(response, 400, "HTTP_ERROR")
 
 
 def test_the_bearer_header_is_read_as_documented(server: Any) -> None:

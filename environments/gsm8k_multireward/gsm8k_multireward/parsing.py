@@ -1,6 +1,6 @@
 """Answer extraction: the last ``\\boxed{...}`` after the reasoning block.
 
-Rules (one left-to-right pass over the tokens, so linear in the completion length):
+Rules (one left-to-right regex pass, so linear in the completion length):
 
 * If the completion contains ``</think>``, only the text after the LAST ``</think>`` counts.
   A ``<think>`` without a later ``</think>`` is an unfinished reasoning block: there is no
@@ -49,29 +49,35 @@ def _rfind(text: str, needle: str) -> int:
     return -1
 
 
-_TOKEN_STARTS = ("\\", "{", "}")
+_TOKEN_STEP = 1 << 16
 
 
-def _tokens(text: str) -> Iterator[re.Match[str]]:
-    """The matches of `_TOKENS` in `text`, as `finditer` would give them. Every token starts
-    with one of three characters, found by `str.find` (memchr speed): the regex engine only
-    matches at those positions, instead of walking every character of a long stretch without
-    a token in one call that holds the interpreter lock (a 15 MB reply of plain prose held it
-    ~170 ms, stalling a server's event loop)."""
-    following = {char: text.find(char) for char in _TOKEN_STARTS}
-    while True:
-        starts = [index for index in following.values() if index >= 0]
-        if not starts:
-            return
-        at = min(starts)
-        match = _TOKENS.match(text, at)
-        end = at + 1  # no match only for a backslash that ends the text
-        if match is not None:
+def _tokens(text: str, step: int = _TOKEN_STEP) -> Iterator[re.Match[str]]:
+    """The matches of `_TOKENS` in `text`, as one `finditer` pass would give them, found window
+    by window: the regex engine walks a long stretch without a token in one call that holds the
+    interpreter lock (a 15 MB reply of plain prose held it ~170 ms, stalling a server's event
+    loop), so no call gets more than `step` characters. Only a token that starts with a
+    backslash can cross a window's end, and only from the window's last run of backslashes
+    (a box opener holds no other backslash); an odd run's last backslash starts such a token,
+    so the window ends before it, and a window that would be empty matches that token alone."""
+    pos, size = 0, len(text)
+    while pos < size:
+        end = min(size, pos + step)
+        if end < size:
+            last = text.rfind("\\", pos, end)
+            if last >= 0:
+                window = text[pos : last + 1]
+                if (len(window) - len(window.rstrip("\\"))) % 2:
+                    end = last
+        if end == pos:
+            match = _TOKENS.match(text, pos)
+            if match is None:  # a backslash that ends the text
+                return
             yield match
-            end = match.end()
-        for char, index in following.items():
-            if 0 <= index < end:
-                following[char] = text.find(char, end)
+            pos = match.end()
+            continue
+        yield from _TOKENS.finditer(text, pos, end)
+        pos = end
 
 
 def answer_region(completion: str) -> str | None:

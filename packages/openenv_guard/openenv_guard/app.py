@@ -6,12 +6,13 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.types import ConcurrencyConfig
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
 
 from openenv_guard.middleware import ServingGuard, describe_errors
 from openenv_guard.quotas import ClientQuotas
@@ -104,6 +105,8 @@ def add_error_handlers(app: FastAPI) -> None:
         return reply(500, "INTERNAL_ERROR", f"internal error ({type(exc).__name__})")
 
     app.add_exception_handler(RequestValidationError, validation)
+    # starlette's class, which FastAPI's subclasses: FastAPI raises both (its body parser raises
+    # starlette's, and its default handler answered that one in its own shape).
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(ValueError, client_error)
     app.add_exception_handler(RuntimeError, client_error)

@@ -327,7 +327,7 @@ class ServingGuard:
                 value = json.loads(raw) if len(raw) <= OFFLOAD_BYTES else _ENVELOPE.decode(raw)
             except RecursionError:
                 raise deep from None
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, UnicodeDecodeError):
                 return None
             except ValueError:  # the interpreter's cap on the digits of an integer
                 digits = f"a number has over {sys.get_int_max_str_digits()} digits"
@@ -346,7 +346,7 @@ class ServingGuard:
                 429,
                 "RATE_LIMITED",
                 f"this client's resets are limited to {s.client_reset_rate:g}/s (burst "
-                f"{s.client_reset_burst}); retry in {wait:.1f} s",
+                f"{s.client_reset_burst}); retry in {max(wait, 0.1):.1f} s",
             )
 
     def _validate(self, kind: str, data: Any) -> None:
