@@ -603,6 +603,12 @@ NOT_RUN: dict[str, str] = {
         "uv run python -m envtools.openenv_soak --data "
         "tests/gsm8k_multireward/fixtures/adapters.jsonl --sessions 500"
     ): _LONG + "; tests/openenv_guard runs the same soak with 50 sessions",
+    "uv run python -m envtools.openenv_soak --latency --env fathom-rlm --rounds 3": _LONG
+    + "; tests/openenv_guard/test_shared_network_fathom.py runs its reset flood and 15 MB answer",
+    (
+        "uv run python -m envtools.openenv_soak --latency --env gsm8k-multireward "
+        "--data tests/gsm8k_multireward/fixtures/adapters.jsonl --rounds 3"
+    ): _LONG + "; tests/openenv_guard/test_shared_network_gsm8k.py runs its 15 MB reply",
     (
         "uv run eval fathom-rlm -m MODEL --client.base-url URL --client.api-key-var KEY_VAR "
         "--env.taskset.doc-tokens 16000 -n 8 --serve.pool.type static "

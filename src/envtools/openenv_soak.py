@@ -1,14 +1,22 @@
 """A soak of the gsm8k-multireward OpenEnv server on a shared network: many honest sessions
 (reset, then the gold reply as the answer, which must score 1) while hostile clients run
-alongside them: no token, a wrong token, 200 MB bodies, 100,000-deep JSON, bad arguments,
-oversized WebSocket messages, `/mcp` session spam, sessions left idle, and episodes dropped
-midway. It passes when no honest session fails and every hostile attempt is refused as it
-should be.
+alongside them: no token, a wrong token, 200 MB bodies, 5,000-deep JSON, JSON of 100,000
+values, bad arguments, oversized WebSocket messages, `/mcp` session spam, sessions left idle,
+and episodes dropped midway. It passes when no honest session fails and every hostile attempt
+is refused as it should be.
 
     uv run python -m envtools.openenv_soak --data PATH/TO/gsm8k.jsonl --sessions 500
 
 starts the server itself (two bearer tokens, one per side) on a free loopback port;
 `run_soak` drives a server that is already running (the tests use it).
+
+    uv run python -m envtools.openenv_soak --latency --env fathom-rlm --rounds 3
+
+measures instead how long another session's round trips take (a `state` message, every 20 ms)
+while one client floods resets (three `/ws` sessions and HTTP `/reset`, as fast as the replies
+come), and while a second session sends 15 MB messages (gsm8k-multireward: a reply, graded;
+fathom-rlm: an answer, refused by its size limit), against either server with its default
+limits; `--data` is needed for gsm8k.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import multiprocessing
 import os
 import socket
 import statistics
@@ -24,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -160,12 +170,14 @@ async def _dropped_episode(url: str) -> str:
 def hostile_attempts(url: str, idle_s: float) -> list[tuple[str, Any, set[str]]]:
     """(name, coroutine factory, the outcomes that count as refused) for each hostile kind."""
     create = {"jsonrpc": "2.0", "method": "openenv/session/create", "params": {}, "id": 1}
-    deep = '{"type": "step", "data": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    deep = '{"type": "step", "data": ' + "[" * 5_000 + "]" * 5_000 + "}"
+    many = '{"type": "step", "data": {"message": "x", "extra": [' + "{}," * 100_000 + "{}]}}"
     return [
         ("no token", lambda: _refused_handshake(url, None), {"http 403"}),
         ("wrong token", lambda: _http(url, "wrong-token-0123456789xx", "/reset"), {"http 401"}),
         ("200 MB body", lambda: _declared_200_mb(url), {"http 413"}),
         ("deep JSON", lambda: _ws_reply(url, deep), {"TOO_DEEP"}),
+        ("many JSON values", lambda: _ws_reply(url, many), {"TOO_MANY_VALUES"}),
         (
             "bad reset",
             lambda: _ws_reply(url, '{"type": "reset", "data": {"seed": -5}}'),
@@ -237,9 +249,146 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+PING_EVERY_S = 0.02
+BIG_MESSAGE_CHARS = 15_000_000
+
+
+async def _round_trips(ws: Any, busy: asyncio.Future[Any]) -> list[float]:
+    """A `state` round trip every `PING_EVERY_S` until `busy` is done; their times."""
+    times = []
+    while not busy.done():
+        started = time.perf_counter()
+        await ws.send('{"type": "state"}')
+        await ws.recv()
+        times.append(time.perf_counter() - started)
+        await asyncio.sleep(PING_EVERY_S)
+    return times
+
+
+def _summary(times: list[float]) -> dict[str, Any]:
+    times = sorted(times)
+    if not times:
+        return {"round_trips": 0}
+
+    def ms(q: float) -> float:
+        return round(1000 * times[int(q * (len(times) - 1))], 1)
+
+    return {"round_trips": len(times), "p50_ms": ms(0.5), "p95_ms": ms(0.95), "max_ms": ms(1.0)}
+
+
+async def _reset_flood(url: str, token: str, seconds: float) -> Counter[str]:
+    """Resets from one client for `seconds`: three `/ws` sessions and HTTP `/reset`, each as
+    fast as its replies come; the outcomes by kind."""
+    outcomes: Counter[str] = Counter()
+    headers = {"Authorization": f"Bearer {token}"}
+    deadline = time.monotonic() + seconds
+
+    async def over_ws() -> None:
+        async with ws_connect(_ws(url), additional_headers=headers) as ws:
+            while time.monotonic() < deadline:
+                await ws.send('{"type": "reset", "data": {"task_index": 0}}')
+                reply = json.loads(await ws.recv())
+                outcomes[reply["data"].get("code", "?") if reply["type"] == "error" else "ok"] += 1
+
+    async def over_http() -> None:
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
+            while time.monotonic() < deadline:
+                response = await http.post("/reset", json={"task_index": 0})
+                outcomes["ok" if response.is_success else f"http {response.status_code}"] += 1
+
+    await asyncio.gather(over_ws(), over_ws(), over_ws(), over_http())
+    return outcomes
+
+
+async def _big_message(url: str, token: str, env: str, reply: str) -> str:
+    """One 15 MB step after a reset; what came back (`done`, or the error code)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    filler = "We add the parts one by one and check the sum again. " * (BIG_MESSAGE_CHARS // 54 + 1)
+    if env == "fathom-rlm":
+        data = {"tool": "answer", "message": filler + "<answer>x</answer>"}
+    else:
+        data = {"message": filler + reply}
+    text = json.dumps({"type": "step", "data": data})
+    async with ws_connect(_ws(url), additional_headers=headers, max_size=None) as ws:
+        await ws.send('{"type": "reset", "data": {"task_index": 0}}')
+        await ws.recv()
+        await ws.send(text)
+        answer = json.loads(await ws.recv())
+    return answer["data"].get("code", "?") if answer["type"] == "error" else "done"
+
+
+def _flood_process(url: str, seconds: float) -> Counter[str]:
+    return asyncio.run(_reset_flood(url, HOSTILE, seconds))
+
+
+def _big_message_process(url: str, env: str, reply: str) -> str:
+    return asyncio.run(_big_message(url, HONEST, env, reply))
+
+
+async def measure_latency(
+    url: str, env: str, reply: str, rounds: int, flood_s: float
+) -> dict[str, Any]:
+    """Another session's round trips: idle, during a reset flood, and during 15 MB messages
+    (`rounds` of each, one after another), after one untimed episode. The load runs in a
+    process of its own, so building and sending it does not delay the round trips measured
+    here."""
+    result: dict[str, Any] = {"load_before": [round(x, 2) for x in os.getloadavg()]}
+    headers = {"Authorization": f"Bearer {HONEST}"}
+    loop = asyncio.get_running_loop()
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as load:
+        await loop.run_in_executor(load, time.sleep, 0)  # started before anything is timed
+        async with ws_connect(_ws(url), additional_headers=headers) as ws:
+            # An untimed episode first: the server starts its graders on the first one.
+            data = (
+                {"tool": "answer", "message": "<answer>x</answer>"}
+                if env == "fathom-rlm"
+                else {"message": reply}
+            )
+            for message in (
+                {"type": "reset", "data": {"task_index": 0}},
+                {"type": "step", "data": data},
+            ):
+                await ws.send(json.dumps(message))
+                await ws.recv()
+            idle = asyncio.ensure_future(asyncio.sleep(2))
+            result["idle"] = _summary(await _round_trips(ws, idle))
+            flood_times: list[float] = []
+            floods: Counter[str] = Counter()
+            big_times: list[float] = []
+            big: Counter[str] = Counter()
+            for _ in range(rounds):
+                work = loop.run_in_executor(load, _flood_process, url, flood_s)
+                flood_times += await _round_trips(ws, work)
+                floods += work.result()
+                work = loop.run_in_executor(load, _big_message_process, url, env, reply)
+                big_times += await _round_trips(ws, work)
+                big[work.result()] += 1
+    result["reset_flood"] = {**_summary(flood_times), "resets": dict(floods)}
+    result["big_messages"] = {**_summary(big_times), "outcomes": dict(big)}
+    result["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = cli.ArgumentParser(prog="python -m envtools.openenv_soak", description=__doc__)
-    parser.add_argument("--data", type=Path, required=True, help="gsm8k JSONL")
+    parser.add_argument("--data", type=Path, default=None, help="gsm8k JSONL")
+    parser.add_argument(
+        "--latency", action="store_true", help="measure round trips under load instead"
+    )
+    parser.add_argument(
+        "--env", choices=("gsm8k-multireward", "fathom-rlm"), default="gsm8k-multireward"
+    )
+    parser.add_argument("--rounds", type=cli.integer(1), default=3, help="--latency: rounds")
+    parser.add_argument(
+        "--flood-seconds", type=cli.number(0.1), default=3.0, help="--latency: per flood"
+    )
+    parser.add_argument(
+        "--reset-rate",
+        type=cli.number(0.001),
+        default=None,
+        help="the server's --client-reset-rate (default: its own)",
+    )
     parser.add_argument("--sessions", type=cli.integer(1), default=500, help="honest sessions")
     parser.add_argument(
         "--concurrency", type=cli.integer(1), default=24, help="honest sessions at once"
@@ -251,17 +400,26 @@ def main(argv: list[str] | None = None) -> int:
         "--idle-timeout", type=cli.number(0.001), default=5.0, help="the server's (s)"
     )
     args = parser.parse_args(argv)
-    parser.require_file("--data", args.data, "a gsm8k JSONL file")
+    if args.env == "gsm8k-multireward":
+        parser.require_file("--data", args.data, "a gsm8k JSONL file")
+        command = ["gsm8k_multireward.openenv.server.app", "--data", str(args.data)]
+    elif not args.latency:
+        parser.reject("--env", "gsm8k-multireward for the soak", args.env)
+    else:  # resets and answers only: the sub-call endpoint is never reached
+        command = ["fathom_rlm.openenv.server.app", "--llm-base-url", "http://127.0.0.1:9/v1"]
+        command += ["--llm-model", "none", "--doc-tokens", "16000", "--num-examples", "4"]
     port = _free_port()
     with tempfile.TemporaryDirectory() as tmp:
         tokens = Path(tmp) / "tokens"
         tokens.write_text(f"{HONEST}\n{HOSTILE}\n")
+        tokens.chmod(0o600)
         log = open(Path(tmp) / "server.log", "w")  # noqa: SIM115 - closed with the server
         server = subprocess.Popen(
             [
-                *(sys.executable, "-m", "gsm8k_multireward.openenv.server.app"),
-                *("--data", str(args.data), "--port", str(port), "--token-file", str(tokens)),
+                *(sys.executable, "-m", *command),
+                *("--port", str(port), "--token-file", str(tokens)),
                 *("--max-sessions", "64", "--idle-timeout", str(args.idle_timeout)),
+                *(("--client-reset-rate", str(args.reset_rate)) if args.reset_rate else ()),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -270,6 +428,11 @@ def main(argv: list[str] | None = None) -> int:
         try:
             url = f"http://127.0.0.1:{port}"
             _wait_healthy(url, server)
+            if args.latency:
+                reply = gold_replies(args.data)[0] if args.data else ""
+                latency = measure_latency(url, args.env, reply, args.rounds, args.flood_seconds)
+                print(json.dumps(asyncio.run(latency), indent=2))
+                return 0
             result = asyncio.run(
                 run_soak(
                     url,

@@ -94,3 +94,20 @@ def test_pathological_inputs_are_safe() -> None:
     assert extract_answer("<think>" * 10_000 + "</think>" * 10_000 + "\\boxed{18}") == "18"
     many = "\\boxed{1}" * 20_000 + "\\boxed{18}"
     assert extract_answer(many) == "18"
+
+
+def test_tokens_are_the_regex_passes_tokens() -> None:
+    """The tokenizer's windows yield exactly what one `finditer` pass of the token regex yields,
+    on random texts of every token's pieces (escapes, runs of backslashes, boxes with spaces,
+    braces, a trailing backslash), with windows of 1 to 8 characters and the real size."""
+    import random
+
+    from gsm8k_multireward.parsing import _TOKENS, _tokens
+
+    pieces = ["\\", "{", "}", "boxed", " ", "\n", "x", "\\boxed", "\\boxed {", "\\\\", "é"]
+    rng = random.Random(0)
+    for _ in range(5_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        expected = [(m.start(), m.group()) for m in _TOKENS.finditer(text)]
+        for step in (1, 2, 3, 5, 8, 1 << 16):
+            assert [(m.start(), m.group()) for m in _tokens(text, step)] == expected, text

@@ -16,6 +16,7 @@ Rules (one left-to-right regex pass, so linear in the completion length):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
@@ -48,6 +49,37 @@ def _rfind(text: str, needle: str) -> int:
     return -1
 
 
+_TOKEN_STEP = 1 << 16
+
+
+def _tokens(text: str, step: int = _TOKEN_STEP) -> Iterator[re.Match[str]]:
+    """The matches of `_TOKENS` in `text`, as one `finditer` pass would give them, found window
+    by window: the regex engine walks a long stretch without a token in one call that holds the
+    interpreter lock (a 15 MB reply of plain prose held it ~170 ms, stalling a server's event
+    loop), so no call gets more than `step` characters. Only a token that starts with a
+    backslash can cross a window's end, and only from the window's last run of backslashes
+    (a box opener holds no other backslash); an odd run's last backslash starts such a token,
+    so the window ends before it, and a window that would be empty matches that token alone."""
+    pos, size = 0, len(text)
+    while pos < size:
+        end = min(size, pos + step)
+        if end < size:
+            last = text.rfind("\\", pos, end)
+            if last >= 0:
+                window = text[pos : last + 1]
+                if (len(window) - len(window.rstrip("\\"))) % 2:
+                    end = last
+        if end == pos:
+            match = _TOKENS.match(text, pos)
+            if match is None:  # a backslash that ends the text
+                return
+            yield match
+            pos = match.end()
+            continue
+        yield from _TOKENS.finditer(text, pos, end)
+        pos = end
+
+
 def answer_region(completion: str) -> str | None:
     """The part of the completion that may hold the final answer, or None if unfinished."""
     cut = _rfind(completion, THINK_CLOSE)
@@ -68,7 +100,7 @@ def last_boxed(text: str) -> str | None:
     box_depths: list[int] = []  # brace depth at which each open box was opened
     box_close: dict[int, int] = {}  # content start -> position of its closing brace
     last: tuple[int, int] | None = None
-    for match in _TOKENS.finditer(text):
+    for match in _tokens(text):
         token = match.group()
         if token[-1] == "{" and token.startswith("\\boxed"):
             depth += 1

@@ -6,12 +6,13 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.types import ConcurrencyConfig
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
 
 from .middleware import ServingGuard, describe_errors
 from .quotas import ClientQuotas
@@ -104,6 +105,8 @@ def add_error_handlers(app: FastAPI) -> None:
         return reply(500, "INTERNAL_ERROR", f"internal error ({type(exc).__name__})")
 
     app.add_exception_handler(RequestValidationError, validation)
+    # starlette's class, which FastAPI's subclasses: FastAPI raises both (its body parser raises
+    # starlette's, and its default handler answered that one in its own shape).
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(ValueError, client_error)
     app.add_exception_handler(RuntimeError, client_error)
@@ -118,6 +121,8 @@ def serve(app: Any, settings: GuardSettings, name: str) -> None:
 
     import uvicorn
 
+    from .connections import guarded_protocol
+
     # Slow work (parsing and grading a long reply) runs on worker threads; the event loop
     # thread then waits for the interpreter lock up to one switch interval (5 ms by default)
     # each time it needs it, which adds up to tens of milliseconds per reply to other sessions.
@@ -128,8 +133,13 @@ def serve(app: Any, settings: GuardSettings, name: str) -> None:
         host=settings.host,
         port=settings.port,
         log_level="warning",
+        http=guarded_protocol(settings),  # header deadline and connection cap
         ws="wsproto",
         ws_max_size=settings.max_message_bytes + 4096,  # room for the JSON envelope
+        # uvicorn believes X-Forwarded-For from 127.0.0.1 by default: any local client could
+        # then name its own address. Only the configured proxies are believed.
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=list(settings.trusted_proxies) or None,
     )
 
 

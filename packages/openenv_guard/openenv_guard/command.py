@@ -17,12 +17,14 @@ def server_parser(
     add_arguments: Callable[[argparse.ArgumentParser], None],
     *,
     max_sessions: int,
+    reset_rate: float | None = None,
 ) -> argparse.ArgumentParser:
     """The flags of `python -m <module>`: the environment's (`add_arguments`), then the guard's
-    (address, tokens, limits, quotas; `max_sessions` is the default session cap)."""
+    (address, tokens, limits, quotas; `max_sessions` is the default session cap, `reset_rate`
+    the default resets per second per client, `GuardSettings`' when None)."""
     parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
     add_arguments(parser)
-    add_guard_arguments(parser, max_sessions=max_sessions)
+    add_guard_arguments(parser, max_sessions=max_sessions, reset_rate=reset_rate)
     return parser
 
 

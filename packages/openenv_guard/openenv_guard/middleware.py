@@ -1,10 +1,11 @@
 """The guard in front of an openenv-core app: a plain ASGI wrapper, so openenv-core's routes,
 sessions and `/ws` loop stay its own. Before a request reaches the app it checks the bearer
 token, the client's session slots, the body or message size, the JSON depth and (for `reset` and
-`step`, on HTTP and on `/ws` alike) the arguments against the environment's pydantic models. A
+`step`, on HTTP and on `/ws` alike) the arguments against the environment's pydantic models, and
+a client's reset rate. A
 refused HTTP request gets one line of JSON and a status; a refused `/ws` message gets one line of
 JSON in openenv-core's error shape and the session goes on. `/ws` sessions idle or alive too long
-are closed with a close code that says which.
+are closed with a close code that says which; a request body that does not arrive in time gets 408.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import hmac
 import json
 import json.decoder
 import json.scanner
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any
@@ -77,6 +79,40 @@ def too_deep(value: Any, limit: int) -> bool:
         children = item.values() if isinstance(item, dict) else item
         stack.extend((child, depth + 1) for child in children)
     return False
+
+
+def too_many_values(text: str | bytes, limit: int) -> bool:
+    """Whether JSON `text` may hold more than `limit` values (object keys count as values),
+    decided before anything is parsed. Outside strings, every value but the first of a container
+    follows a `,`, every object value a `:`, and the first of a container its opening bracket,
+    so 1 + those four characters bound the values from above (too high only by the number of
+    empty containers); every string is a value, so more than `limit` strings is over too. The
+    characters are counted by C `count` calls between strings, and the walk from string to string
+    stops as soon as either count passes the limit: the work is bounded by the limit, not the
+    size."""
+    quote, backslash = ('"', "\\") if isinstance(text, str) else (b'"', b"\\")
+    marks = (",", ":", "[", "{") if isinstance(text, str) else (b",", b":", b"[", b"{")
+    size, position, values, strings = len(text), 0, 1, 0
+    while True:
+        start = text.find(quote, position)  # type: ignore[arg-type]
+        end = size if start < 0 else start
+        values += sum(text.count(mark, position, end) for mark in marks)  # type: ignore[misc]
+        if values > limit or strings > limit:
+            return True
+        if start < 0:
+            return False
+        strings += 1
+        position = start + 1
+        while True:  # past the closing quote (an escaped one follows an odd run of backslashes)
+            close = text.find(quote, position)  # type: ignore[arg-type]
+            if close < 0:
+                return False  # not JSON: the parser says so
+            run = close
+            while run > position and text[run - 1 : run] == backslash:
+                run -= 1
+            position = close + 1
+            if (close - run) % 2 == 0:
+                break
 
 
 def _string_span(text: str, start: int, strict: bool) -> tuple[str, int]:
@@ -149,15 +185,19 @@ class ServingGuard:
 
     def identify(self, scope: Scope) -> Client | None:
         """The client behind a request: its token's identity (None if it has no valid one), or
-        its peer address when the server has no tokens."""
+        its peer address when the server has no tokens (the address a trusted proxy forwarded,
+        else the connection's own). The header is `<scheme> <token>`: the scheme in any case
+        (RFC 7235), then one or more spaces (RFC 6750), then the token exactly; whitespace at
+        the ends of the header value is not part of it (HTTP strips it)."""
         if not self._tokens:
             peer = scope.get("client") or ("unknown", 0)
             return Client(f"peer:{peer[0]}", authenticated=False)
         header = dict(scope.get("headers") or ()).get(b"authorization", b"")
         scheme, _, presented = header.partition(b" ")
+        presented = presented.lstrip(b" ")
         found = None
         for token in self._tokens:  # every token compared, in constant time each
-            if hmac.compare_digest(presented.strip(), token) and scheme.lower() == b"bearer":
+            if hmac.compare_digest(presented, token) and scheme.lower() == b"bearer":
                 found = token
         return None if found is None else Client(client_name(found.decode()), True)
 
@@ -174,7 +214,7 @@ class ServingGuard:
             if scope["method"] in ("POST", "PUT", "PATCH"):
                 try:
                     body = await self._read_body(scope, receive)
-                    await self._check_http(scope["path"], body)
+                    await self._check_http(scope["path"], body, client)
                 except Refused as refusal:
                     await _respond(send, refusal)
                     return
@@ -191,22 +231,30 @@ class ServingGuard:
         if length is not None and (not length.isdigit() or int(length) > limit):
             raise too_big  # refused before a byte of the body is read
         chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise Refused(400, "DISCONNECTED", "the client left")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise too_big
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        deadline = self.settings.body_timeout_s
+        try:
+            async with asyncio.timeout(deadline):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise Refused(400, "DISCONNECTED", "the client left")
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        raise too_big
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(chunks)
+        except TimeoutError:
+            raise Refused(
+                408, "BODY_TIMEOUT", f"the body did not arrive within {deadline:g} s"
+            ) from None
 
-    async def _check_http(self, path: str, body: bytes) -> None:
+    async def _check_http(self, path: str, body: bytes, client: Client) -> None:
         value = await self._parse(body) if body.strip() else {}
         if path == "/reset":
             self._validate("reset", value)
+            self._take_reset(client)
         elif path == "/step":
             if not isinstance(value, dict) or not isinstance(value.get("action"), dict):
                 raise Refused(422, "VALIDATION_ERROR", "the body needs an `action` object")
@@ -232,12 +280,12 @@ class ServingGuard:
                 self.quotas.close_session(client)
 
         try:
-            session = _GuardedSocket(self, receive, send, release)
+            session = _GuardedSocket(self, client, receive, send, release)
             await self.app(scope, session.receive, session.send)
         finally:
             release()
 
-    async def check_message(self, text: str) -> tuple[str | None, Any]:
+    async def check_message(self, text: str, client: Client) -> tuple[str | None, Any]:
         """(None, the message's type) if a `/ws` message may go to the app, else (the one-line
         error to send back, None)."""
         kind = None
@@ -246,6 +294,8 @@ class ServingGuard:
             if not isinstance(value, dict):
                 raise Refused(400, "VALIDATION_ERROR", "a message is a JSON object")
             kind = value.get("type")
+            if kind is not None and not isinstance(kind, str):
+                raise Refused(422, "VALIDATION_ERROR", "`type` must be a string")
             if kind == "mcp":
                 raise Refused(404, "CLOSED_ROUTE", "MCP messages are closed on this server")
             if kind in self.models:
@@ -253,6 +303,8 @@ class ServingGuard:
                 if not isinstance(data, dict):
                     raise Refused(422, "VALIDATION_ERROR", "`data` must be an object")
                 self._validate(kind, data)
+            if kind == "reset":
+                self._take_reset(client)
         except Refused as refusal:
             return ws_error(refusal.code, str(refusal)), None
         return None, kind
@@ -260,27 +312,42 @@ class ServingGuard:
     # ---------------------------------------------------------------------------- common
 
     async def _parse(self, raw: bytes | str) -> Any:
-        """JSON within the depth limit (large inputs parsed off the event loop), else Refused;
-        text that is not JSON is left for the app to report (None)."""
-        limit = self.settings.max_json_depth
+        """JSON within the value-count and depth limits (large inputs checked and parsed off
+        the event loop), else Refused; text that is not JSON is left for the app to report
+        (None)."""
+        limit, values = self.settings.max_json_depth, self.settings.max_json_values
         deep = Refused(400, "TOO_DEEP", f"JSON nests deeper than {limit} levels")
 
-        def parse() -> Any:
+        def parse(raw: bytes | str) -> Any:
+            if too_many_values(raw, values):  # before anything is decoded or allocated
+                raise Refused(400, "TOO_MANY_VALUES", f"JSON holds more than {values} values")
+            if isinstance(raw, bytes) and len(raw) > OFFLOAD_BYTES:
+                raw = raw.decode("utf-8", "replace")
             try:
                 value = json.loads(raw) if len(raw) <= OFFLOAD_BYTES else _ENVELOPE.decode(raw)
             except RecursionError:
                 raise deep from None
-            except ValueError:
+            except (json.JSONDecodeError, UnicodeDecodeError):
                 return None
+            except ValueError:  # the interpreter's cap on the digits of an integer
+                digits = f"a number has over {sys.get_int_max_str_digits()} digits"
+                raise Refused(400, "VALIDATION_ERROR", digits) from None
             if too_deep(value, limit):
                 raise deep
             return value
 
-        if len(raw) <= OFFLOAD_BYTES:
-            return parse()
-        if isinstance(raw, bytes):
-            raw = await offload(raw.decode, "utf-8", "replace")
-        return await offload(parse)
+        return parse(raw) if len(raw) <= OFFLOAD_BYTES else await offload(parse, raw)
+
+    def _take_reset(self, client: Client) -> None:
+        wait = self.quotas.take_reset(client)
+        if wait > 0:
+            s = self.settings
+            raise Refused(
+                429,
+                "RATE_LIMITED",
+                f"this client's resets are limited to {s.client_reset_rate:g}/s (burst "
+                f"{s.client_reset_burst}); retry in {max(wait, 0.1):.1f} s",
+            )
 
     def _validate(self, kind: str, data: Any) -> None:
         if data is None:
@@ -304,9 +371,15 @@ class _GuardedSocket:
     session right away must not find its own last one still counted."""
 
     def __init__(
-        self, guard: ServingGuard, receive: Receive, send: Send, release: Callable[[], None]
+        self,
+        guard: ServingGuard,
+        client: Client,
+        receive: Receive,
+        send: Send,
+        release: Callable[[], None],
     ) -> None:
-        self.guard, self._receive, self._send, self.release = guard, receive, send, release
+        self.guard, self.client = guard, client
+        self._receive, self._send, self.release = receive, send, release
         self.started = time.monotonic()
         self.closed = False
 
@@ -334,7 +407,7 @@ class _GuardedSocket:
             if len(text) > settings.max_message_bytes:
                 limit = settings.max_message_bytes
                 return await self._close(CLOSE_TOO_BIG, "TOO_LARGE", f"message over {limit} B")
-            error, kind = await self.guard.check_message(text)
+            error, kind = await self.guard.check_message(text, self.client)
             if error is None:
                 if kind == "close":
                     self.release()
@@ -361,7 +434,7 @@ async def _respond(send: Send, refusal: Refused) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if refusal.status == 401:
         headers.append((b"www-authenticate", b"Bearer"))
-    if refusal.status == 413:
+    if refusal.status in (408, 413):  # the rest of the body is not read: the connection ends
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -59,7 +59,21 @@ class ClientQuotas:
         self.settings = settings
         self.clock = clock
         self.sessions: Counter[str] = Counter()
-        self._use: dict[str, deque[tuple[float, int, int]]] = {}
+        self._use: dict[str, deque[list[float]]] = {}  # [when, sub-calls, tokens] per booking
+        self._resets: dict[str, tuple[float, float]] = {}  # client -> (tokens left, when)
+
+    def take_reset(self, client: Client) -> float:
+        """Take one of the client's resets (a token bucket of `client_reset_burst` refilled at
+        `client_reset_rate` per second): 0 if taken, else the seconds until one is free."""
+        rate, burst = self.settings.client_reset_rate, self.settings.client_reset_burst
+        now = self.clock()
+        left, then = self._resets.get(client.name, (float(burst), now))
+        left = min(float(burst), left + (now - then) * rate)
+        if left < 1:
+            self._resets[client.name] = (left, now)
+            return (1 - left) / rate
+        self._resets[client.name] = (left - 1, now)
+        return 0.0
 
     def open_session(self, client: Client) -> bool:
         """Take one of the client's session slots; False when all are in use."""
@@ -73,12 +87,22 @@ class ClientQuotas:
         if self.sessions[client.name] <= 0:
             del self.sessions[client.name]
 
-    def charge(self, client: Client, sub_calls: int, tokens: int, check: bool = True) -> None:
+    def charge(
+        self, client: Client, sub_calls: int, tokens: int, check: bool = True
+    ) -> list[float]:
         """Book endpoint use, or raise QuotaExceeded (booking nothing) if it would go over;
-        `check=False` books use that already happened (tokens the endpoint generated)."""
+        `check=False` books use that already happened. Returns the booking, which `settle`
+        can correct once the use is known."""
         if check:
             self._check(client, sub_calls, tokens)
-        self._use.setdefault(client.name, deque()).append((self.clock(), sub_calls, tokens))
+        booking = [self.clock(), sub_calls, tokens]
+        self._use.setdefault(client.name, deque()).append(booking)
+        return booking
+
+    @staticmethod
+    def settle(booking: list[float], tokens: int) -> None:
+        """Replace a booking's tokens (a reservation) by what was used."""
+        booking[2] = tokens
 
     def _check(self, client: Client, sub_calls: int, tokens: int) -> None:
         used_calls, used_tokens = self.used(client)
@@ -102,28 +126,43 @@ class ClientQuotas:
         horizon = self.clock() - self.settings.quota_window_s
         while window and window[0][0] <= horizon:
             window.popleft()
-        return sum(w[1] for w in window), sum(w[2] for w in window)
+        return int(sum(w[1] for w in window)), int(sum(w[2] for w in window))
+
+
+@dataclass
+class Reservation:
+    """Tokens held for one sub-call until it is settled."""
+
+    tokens: int
+    booking: list[float]
 
 
 class SessionBudget:
-    """One session's endpoint budget, charged to its client's quotas as well."""
+    """One session's endpoint budget, charged to its client's quotas as well. A sub-call
+    reserves its most (prompt and `max_tokens`) before it is sent, checked and booked in one
+    step on the event loop, so concurrent sub-calls cannot all pass a check that only one fits;
+    it is settled at what the endpoint reports."""
 
     def __init__(self, quotas: ClientQuotas, client: Client) -> None:
         self.quotas = quotas
         self.client = client
         self.tokens = 0
 
-    def charge(self, sub_calls: int, tokens: int) -> None:
+    def reserve(self, tokens: int) -> Reservation:
+        """Hold `tokens` for one sub-call, or raise QuotaExceeded (holding nothing)."""
         limit = self.quotas.settings.session_endpoint_tokens
         if self.tokens + tokens > limit:
             raise QuotaExceeded(f"this session's endpoint-token budget ({limit}) is used up")
-        self.quotas.charge(self.client, sub_calls, tokens)
+        booking = self.quotas.charge(self.client, 1, tokens)
         self.tokens += tokens
+        return Reservation(tokens, booking)
 
-    def record(self, tokens: int) -> None:
-        """Book tokens already spent (what the endpoint generated for a sub-call)."""
-        self.quotas.charge(self.client, 0, tokens, check=False)
-        self.tokens += tokens
+    def settle(self, reservation: Reservation, tokens: int) -> None:
+        """Charge what the sub-call used instead of what it reserved (more, if the endpoint
+        went past `max_tokens`)."""
+        self.tokens += tokens - reservation.tokens
+        self.quotas.settle(reservation.booking, tokens)
+        reservation.tokens = tokens
 
 
 _EXECUTOR = ThreadPoolExecutor(max_workers=4, thread_name_prefix="openenv-guard-offload")

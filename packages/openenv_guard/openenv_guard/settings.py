@@ -8,6 +8,7 @@ import argparse
 import hashlib
 import ipaddress
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,21 @@ class GuardSettings:
     max_message_bytes: int = 16 * MIB
     """An HTTP body or a WebSocket message; larger ones get 413 / close code 1009."""
     max_json_depth: int = 32
+    max_json_values: int = 10_000
+    """Values (keys included) in one body or message, counted before it is parsed."""
+    header_timeout_s: float = 10.0
+    """A connection must send a request's line and headers within this, or it is closed."""
+    body_timeout_s: float = 60.0
+    """A request body must arrive whole within this (408 `BODY_TIMEOUT`)."""
+    max_connections: int = 512
+    """Open connections (HTTP and WebSocket) at once; one more is answered 503 and closed."""
+    trusted_proxies: tuple[str, ...] = ()
+    """Addresses or networks whose `X-Forwarded-For` names the client; none by default."""
+    client_reset_rate: float = 10.0
+    """Resets per second a client may start, on average (a token bucket)."""
+    client_reset_burst: int = 64
+    """Resets a client may start at once before `client_reset_rate` applies (the command's
+    default: `max_sessions`, every session a client may open resetting at once)."""
     max_sessions: int = 64
     max_sessions_per_client: int = 32
     """Open `/ws` sessions plus HTTP requests in flight, per client."""
@@ -58,7 +74,11 @@ class GuardSettings:
         return (
             f"{name}: listening on http://{self.host}:{self.port} auth={auth}"
             f" max_message={self.max_message_bytes}B json_depth={self.max_json_depth}"
+            f" json_values={self.max_json_values} header_timeout={self.header_timeout_s:g}s"
+            f" body_timeout={self.body_timeout_s:g}s connections={self.max_connections}"
+            f" trusted_proxies={','.join(self.trusted_proxies) or 'none'}"
             f" sessions={self.max_sessions} per_client={self.max_sessions_per_client}"
+            f" resets/client={self.client_reset_rate:g}/s burst {self.client_reset_burst}"
             f" idle_timeout={self.idle_timeout_s:g}s session_life={self.max_session_life_s:g}s"
             f" quota/client/{self.quota_window_s:g}s: sub_calls={self.client_sub_calls}"
             f" endpoint_tokens={self.client_endpoint_tokens}"
@@ -91,8 +111,18 @@ def read_tokens(token_file: str | None) -> tuple[str, ...]:
     if path:
         try:
             lines = Path(path).read_text(encoding="utf-8").splitlines()
+            mode = Path(path).stat().st_mode
         except OSError as exc:
             fail_at_start(f"cannot read the token file {path}: {exc.strerror or exc}")
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            # A warning, not a refusal: container secrets are mounted 0444 for a container whose
+            # only user is the server, and refusing them would break the usual deployment.
+            print(
+                f"warning: the token file {path} is open to other users"
+                f" (mode {stat.S_IMODE(mode):04o}); chmod 600 it",
+                file=sys.stderr,
+                flush=True,
+            )
         tokens += [line.strip() for line in lines if line.strip() and not line.startswith("#")]
         if not tokens:
             fail_at_start(f"the token file {path} holds no token")
@@ -102,8 +132,11 @@ def read_tokens(token_file: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tokens))
 
 
-def add_guard_arguments(parser: argparse.ArgumentParser, max_sessions: int) -> None:
-    """The flags every guarded server takes (host, port, auth, limits, quotas)."""
+def add_guard_arguments(
+    parser: argparse.ArgumentParser, max_sessions: int, reset_rate: float | None = None
+) -> None:
+    """The flags every guarded server takes (host, port, auth, limits, quotas); `max_sessions`
+    and `reset_rate` are the environment's defaults for its session cap and client reset rate."""
     d = GuardSettings()
     group = parser.add_argument_group("serving on a shared network")
     group.add_argument("--host", default=d.host)
@@ -126,6 +159,28 @@ def add_guard_arguments(parser: argparse.ArgumentParser, max_sessions: int) -> N
     group.add_argument("--max-session-life", type=float, default=d.max_session_life_s, help="s")
     group.add_argument("--max-message-bytes", type=int, default=d.max_message_bytes)
     group.add_argument("--max-json-depth", type=int, default=d.max_json_depth)
+    group.add_argument(
+        "--max-json-values", type=int, default=d.max_json_values, help="values (keys included)"
+    )
+    group.add_argument(
+        "--header-timeout", type=float, default=d.header_timeout_s, help="s, request line, headers"
+    )
+    group.add_argument("--body-timeout", type=float, default=d.body_timeout_s, help="s, whole body")
+    group.add_argument("--max-connections", type=int, default=d.max_connections)
+    group.add_argument(
+        "--trusted-proxies",
+        default="",
+        help="comma-separated addresses or networks whose X-Forwarded-For is believed (none)",
+    )
+    group.add_argument(
+        "--client-reset-rate",
+        type=float,
+        default=reset_rate or d.client_reset_rate,
+        help="resets/s per client",
+    )
+    group.add_argument(
+        "--client-reset-burst", type=int, default=None, help="default: --max-sessions"
+    )
     group.add_argument("--quota-window", type=float, default=d.quota_window_s, help="s")
     group.add_argument("--client-sub-calls", type=int, default=d.client_sub_calls)
     group.add_argument("--client-endpoint-tokens", type=int, default=d.client_endpoint_tokens)
@@ -142,6 +197,13 @@ def guard_settings(args: argparse.Namespace) -> GuardSettings:
         allow_unauthenticated=args.allow_unauthenticated,
         max_message_bytes=args.max_message_bytes,
         max_json_depth=args.max_json_depth,
+        max_json_values=args.max_json_values,
+        header_timeout_s=args.header_timeout,
+        body_timeout_s=args.body_timeout,
+        max_connections=args.max_connections,
+        trusted_proxies=trusted_proxies(args.trusted_proxies),
+        client_reset_rate=args.client_reset_rate,
+        client_reset_burst=args.client_reset_burst or args.max_sessions,
         max_sessions=args.max_sessions,
         max_sessions_per_client=per_client,
         idle_timeout_s=args.idle_timeout,
@@ -161,6 +223,12 @@ def guard_settings(args: argparse.Namespace) -> GuardSettings:
         "--max-sessions-per-client": settings.max_sessions_per_client,
         "--max-message-bytes": settings.max_message_bytes,
         "--max-json-depth": settings.max_json_depth,
+        "--max-json-values": settings.max_json_values,
+        "--header-timeout": settings.header_timeout_s,
+        "--body-timeout": settings.body_timeout_s,
+        "--max-connections": settings.max_connections,
+        "--client-reset-rate": settings.client_reset_rate,
+        "--client-reset-burst": settings.client_reset_burst,
         "--max-session-life": settings.max_session_life_s,
         "--quota-window": settings.quota_window_s,
     }
@@ -170,6 +238,17 @@ def guard_settings(args: argparse.Namespace) -> GuardSettings:
     if settings.idle_timeout_s < 0:
         fail_at_start(f"--idle-timeout must be >= 0, got {settings.idle_timeout_s}")
     return settings
+
+
+def trusted_proxies(text: str) -> tuple[str, ...]:
+    """`--trusted-proxies`: comma-separated IP addresses or networks, each checked at start."""
+    proxies = tuple(part.strip() for part in text.split(",") if part.strip())
+    for proxy in proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            fail_at_start(f"--trusted-proxies: {proxy!r} is not an IP address or network")
+    return proxies
 
 
 def check_endpoint_url(url: str, flag: str) -> str:

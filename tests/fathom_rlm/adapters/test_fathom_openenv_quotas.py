@@ -37,7 +37,9 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.xdist_group("test_fathom_ope
 
 
 def tokens_per_sub_call(document_text: str, slice_: str = SLICE) -> int:
-    """What the server charges for one plain sub-call over `slice_` (characters / 4)."""
+    """What the server estimates for one plain sub-call's prompt over `slice_` (characters / 4;
+    it reserves 8 more for the completion and settles at the reply's characters / 4, a few
+    tokens, since the scripted policy reports no usage)."""
     start, end = (int(x) for x in slice_.split(":"))
     request = [
         {"content": reader_system_prompt(RolloutCaps())},
@@ -75,7 +77,7 @@ def server(
             *("--llm-base-url", policy_url, "--llm-model", "fathom-reference"),
             *("--llm-api-key-var", "FATHOM_ENDPOINT_KEY", "--max-depth", "1"),
             *("--doc-tokens", "16000", "--num-examples", "1", "--token-file", str(tokens)),
-            *("--client-sub-calls", str(CLIENT_SUB_CALLS)),
+            *("--client-sub-calls", str(CLIENT_SUB_CALLS), "--sub-max-completion-tokens", "8"),
             *("--client-endpoint-tokens", str(charges["client"])),
             *("--session-endpoint-tokens", str(charges["session"])),
             *("--max-session-life", str(SESSION_LIFE_S)),

@@ -9,17 +9,30 @@ from pydantic import Field
 
 TOOLS = ("repl", "llm", "answer")
 """The action's tools: the model's two tools and its final reply."""
+MAX_TEXT_CHARS = 262_144
+"""Longest text an action field may carry (64K tokens at 4 characters each, more than a model
+turn writes). The server refuses a longer one before it is parsed or scored: an answer that
+scores is at most `max_answer_chars` long (64 by default), and a 15 MB reply held the server's
+event loop for a second."""
 
 
 class FathomAction(Action):
     """One tool call of the model, or its final reply."""
 
-    tool: str = Field(description="'repl', 'llm' or 'answer'")
-    code: str | None = Field(None, description="repl: the Python code to run")
-    prompt: str | None = Field(None, description="llm: the sub-question")
-    slice: str | None = Field(None, description='llm: "start:end" of the document or a variable')
+    tool: str = Field(max_length=64, description="'repl', 'llm' or 'answer'")
+    code: str | None = Field(
+        None, max_length=MAX_TEXT_CHARS, description="repl: the Python code to run"
+    )
+    prompt: str | None = Field(None, max_length=MAX_TEXT_CHARS, description="llm: the sub-question")
+    slice: str | None = Field(
+        None,
+        max_length=MAX_TEXT_CHARS,
+        description='llm: "start:end" of the document or a variable',
+    )
     message: str | None = Field(
-        None, description="answer: the model's final reply, with one <answer>...</answer> block"
+        None,
+        max_length=MAX_TEXT_CHARS,
+        description="answer: the model's final reply, with one <answer>...</answer> block",
     )
     call_index: int = Field(0, ge=0, description="position of this call in the model's reply")
     usage: dict[str, int] | None = Field(

@@ -38,6 +38,9 @@ T = TypeVar("T")
 
 ENDPOINT_PREFIX = "llm_"
 """The server's flags for the sub-call endpoint are `Endpoint`'s fields with this prefix."""
+SUB_MAX_COMPLETION_TOKENS = 4096
+"""`--sub-max-completion-tokens` when it is not given: the server always sends `max_tokens`,
+since a sub-call reserves it against the client's quotas before it is sent."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,6 +75,8 @@ def server_options(args: argparse.Namespace, settings: GuardSettings) -> ServerO
             " that has not authenticated"
         )
     values = config_values(args, FathomArguments, names=FathomArguments.names())
+    if values["sub_max_completion_tokens"] is None:
+        values["sub_max_completion_tokens"] = SUB_MAX_COMPLETION_TOKENS
     arguments = _or_fail(lambda: FathomArguments(**values))
     return ServerOptions(endpoint, arguments)
 

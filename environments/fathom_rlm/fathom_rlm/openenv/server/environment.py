@@ -11,10 +11,12 @@ Each session owns its sandbox, caps and sub-call budget (its own `RolloutTools`)
 that disconnects is closed by openenv-core, which closes its sandbox. The sandbox fork server
 and scratch root belong to the server process (`fathom_rlm.serving`) and close with it.
 
-Each session's sub-calls are charged, before they are sent, to its own endpoint-token budget and
-to its client's quotas (`openenv_guard`); a refused sub-call is an `Error:` output the model
-sees, and the episode goes on. The endpoint's API key is sent only for sessions that presented a
-valid token.
+Each session's sub-calls reserve, before they are sent, their prompt (characters / 4, tool schemas
+included) and their `max_tokens` against its own endpoint-token budget and its client's quotas
+(`openenv_guard`), and are settled at the prompt and completion tokens the endpoint reports
+(characters / 4 when it reports none; a failed call keeps its reservation); a refused sub-call is
+an `Error:` output the model sees, and the episode goes on. The endpoint's API key is sent only
+for sessions that presented a valid token.
 
 Token accounting: send the usage your endpoint reported for the model call that produced the
 action (`usage`, on the first call of a reply: `call_index == 0`) and root tokens are counted
@@ -25,6 +27,7 @@ environment saw.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +46,7 @@ from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.endpoint import Endpoint, endpoint_chat
 from fathom_rlm.adapters.scoring import build_rows, document_text, score
 from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutTools
+from fathom_rlm.agent.chat import message_chars
 from fathom_rlm.agent.loop import initial_messages
 from fathom_rlm.agent.schemas import ToolError
 from fathom_rlm.documents.tasks.record import TaskRecord
@@ -114,10 +118,11 @@ class FathomEnvironment(LoopEnvironment[FathomAction, FathomObservation, FathomS
         endpoint = self.options.endpoint
         # The endpoint's API key is sent only for a client that presented a valid token.
         self._client = endpoint.http_client(send_key=client is not None and client.authenticated)
-        sub_chat = endpoint_chat(
-            self._client, endpoint.model, self.options.arguments.sub_max_completion_tokens
+        max_tokens = self.options.arguments.sub_max_completion_tokens
+        sub_chat = endpoint_chat(self._client, endpoint.model, max_tokens)
+        self._tools = RolloutTools(
+            document, _within_budget(sub_chat, self._budget, max_tokens), caps
         )
-        self._tools = RolloutTools(document, _within_budget(sub_chat, self._budget), caps)
         self._row = row
         question = task_question(row)
         self._transcript = initial_messages(len(document), question, caps)
@@ -209,24 +214,43 @@ class FathomEnvironment(LoopEnvironment[FathomAction, FathomObservation, FathomS
 _BACKGROUND: set[asyncio.Task[None]] = set()
 
 
-def _within_budget(chat: ChatFn, budget: SessionBudget | None) -> ChatFn:
-    """`chat` charged to the session's budget: its prompt (characters / 4) before it is sent,
-    the tokens the endpoint generated once it answers; over budget it is not sent."""
+def _within_budget(chat: ChatFn, budget: SessionBudget | None, max_tokens: int | None) -> ChatFn:
+    """`chat` charged to the session's budget: its prompt (characters / 4, tool schemas
+    included) and `max_tokens` reserved before it is sent (over budget it is not sent), then
+    settled at the prompt and completion tokens the endpoint reports (characters / 4 for what it
+    does not report). A call that fails keeps its reservation: the endpoint may have generated."""
     if budget is None:
         return chat
 
     async def charged_chat(messages: list[Message], tools: Any) -> ChatReply:
-        sent = sum(len(str(m.get("content") or "")) for m in messages) // 4
+        prompt = (sum(message_chars(m) for m in messages) + _schema_chars(tools)) // 4
         try:
-            budget.charge(sub_calls=1, tokens=sent)
+            held = budget.reserve(prompt + (max_tokens or 0))
         except QuotaExceeded as exc:
             raise ToolError(f"{exc}; no sub-call was sent.") from None
         reply = await chat(messages, tools)
-        generated = (reply.usage or {}).get("completion_tokens", 0)
-        budget.record(int(generated or 0))
+        usage = reply.usage or {}
+        completion = message_chars(reply.message) // 4
+        budget.settle(
+            held,
+            _reported(usage, "prompt_tokens", prompt)
+            + _reported(usage, "completion_tokens", completion),
+        )
         return reply
 
     return charged_chat
+
+
+def _schema_chars(tools: Any) -> int:
+    return len(json.dumps(tools)) if tools else 0
+
+
+def _reported(usage: dict[str, Any], name: str, estimate: int) -> int:
+    """The endpoint's count `name`, else the estimate."""
+    value = usage.get(name)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return estimate
 
 
 def _arguments(action: FathomAction) -> dict[str, Any]:

@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Serve gsm8k-multireward over OpenEnv (openenv-core HTTP + WebSocket).",
         lambda parser: add_config_arguments(parser, GSM8KConfig, aliases=FLAG_ALIASES),
         max_sessions=256,
+        reset_rate=1000.0,  # an episode is one reset and one step, and a reset costs little
     )
 
 
