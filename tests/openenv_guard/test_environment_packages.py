@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import socket
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,25 @@ def test_gsm8k_flags_build_its_config_and_load_the_rows() -> None:
 def test_a_bad_gsm8k_value_fails_at_start(start_failure: Any) -> None:
     argv = ["--data", str(FIXTURE), "--chars-per-token", "0"]
     assert "chars_per_token must be a finite number > 0" in start_failure(gsm8k_app.main, argv, {})
+
+
+def test_a_port_in_use_fails_before_the_start_up_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server binds before it says it listens: a taken port is one error line (exit 2),
+    never "listening on ..." followed by uvicorn's bind failure (exit 3)."""
+    for name in ("OPENENV_TOKEN", "OPENENV_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as exited:
+            gsm8k_app.main(["--data", str(FIXTURE), "--port", str(port)])
+    out, err = capsys.readouterr()
+    assert exited.value.code == 2
+    assert err == f"error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+    assert out == ""
 
 
 def _settings(args: argparse.Namespace) -> Any:

@@ -337,3 +337,22 @@ def test_configuration_errors_fail_at_start_in_one_line(
     from gsm8k_multireward.openenv.server.app import main
 
     assert message in start_failure(main, ["--data", str(FIXTURE), *argv], environ)
+
+
+def test_a_client_that_closes_normally_leaves_no_traceback(server: Any) -> None:
+    """openenv-core closes a socket its client has already closed; the close frame to nobody
+    used to log a ClientDisconnected traceback of some 65 lines for every normal session end."""
+    before = len(server.log.read_text())
+
+    async def one_session() -> None:
+        ws_url = server.url.replace("http", "ws") + "/ws"
+        async with ws_connect(ws_url, additional_headers=auth(HONEST)) as ws:
+            await ws.send('{"type": "reset", "data": {"task_index": 0}}')
+            assert '"observation"' in await ws.recv()
+
+    asyncio.run(one_session())
+    # The server handles the close after the client has gone: a healthz round trip later, it
+    # has (one event loop serves both).
+    assert httpx.get(server.url + "/healthz", timeout=30).status_code == 200
+    written = server.log.read_text()[before:]
+    assert "Traceback" not in written and "ClientDisconnected" not in written, written[-3000:]

@@ -114,24 +114,36 @@ def add_error_handlers(app: FastAPI) -> None:
 
 
 def serve(app: Any, settings: GuardSettings, name: str) -> None:
-    """Print the start-up line, then serve `app` with uvicorn. Its WebSocket protocol is
-    wsproto's, which takes a long message in steps as it arrives (no step of the event loop
-    decodes it whole) and closes with 1009 as soon as it passes the message limit."""
+    """Bind the address, print the start-up line, then serve `app` with uvicorn. An address that
+    cannot be bound (a port in use) is one line on stderr and exit status 2, with no start-up
+    line before it. Its WebSocket protocol is wsproto's, which takes a long message in steps as it
+    arrives (no step of the event loop decodes it whole) and closes with 1009 as soon as it
+    passes the message limit."""
+    import dataclasses
+    import socket
     import sys
 
     import uvicorn
 
     from .connections import guarded_protocol
+    from .settings import fail_at_start
 
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((settings.host, settings.port))
+    except OSError as exc:
+        listener.close()
+        fail_at_start(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}")
+    # Port 0 asks for a free port: the line names the one bound.
+    settings = dataclasses.replace(settings, port=listener.getsockname()[1])
     # Slow work (parsing and grading a long reply) runs on worker threads; the event loop
     # thread then waits for the interpreter lock up to one switch interval (5 ms by default)
     # each time it needs it, which adds up to tens of milliseconds per reply to other sessions.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
-    print(settings.describe(name), flush=True)
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
-        host=settings.host,
-        port=settings.port,
         log_level="warning",
         http=guarded_protocol(settings),  # header deadline and connection cap
         ws="wsproto",
@@ -141,6 +153,8 @@ def serve(app: Any, settings: GuardSettings, name: str) -> None:
         proxy_headers=bool(settings.trusted_proxies),
         forwarded_allow_ips=list(settings.trusted_proxies) or None,
     )
+    print(settings.describe(name), flush=True)
+    uvicorn.Server(config).run(sockets=[listener])
 
 
 __all__ = ["RowResetArgs", "add_error_handlers", "describe_errors", "guard_app", "serve"]

@@ -382,6 +382,7 @@ class _GuardedSocket:
         self._receive, self._send, self.release = receive, send, release
         self.started = time.monotonic()
         self.closed = False
+        self.client_left = False  # the client's disconnect has been received
 
     async def receive(self) -> Message:
         settings = self.guard.settings
@@ -399,6 +400,7 @@ class _GuardedSocket:
                 return await self._close(CLOSE_LIFE, "SESSION_LIFE", f"session over {life:g} s")
             if message["type"] != "websocket.receive":
                 if message["type"] == "websocket.disconnect":
+                    self.client_left = True
                     self.release()
                 return message
             text = message.get("text")
@@ -415,6 +417,11 @@ class _GuardedSocket:
             await self._send({"type": "websocket.send", "text": error})
 
     async def send(self, message: Message) -> None:
+        # openenv-core closes the socket after its client has left: a close frame to nobody,
+        # which uvicorn answers with a ClientDisconnected traceback in the log of every normal
+        # session end. There is no one to tell, so it is not sent.
+        if self.client_left and message["type"] == "websocket.close":
+            return
         if not self.closed:
             await self._send(message)
 
