@@ -7,7 +7,6 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from .app import serve
 from .settings import GuardSettings, add_guard_arguments, guard_settings
 
 
@@ -37,6 +36,8 @@ def run_server(
     """Parse `argv` (default: the command line), then serve the app `build_app` makes from the
     flags and the guard's settings; `name` is the environment's, for the start-up line."""
     args = parser.parse_args(argv)
+    from .app import serve  # openenv-core's server: seconds to import, not needed for --help
+
     settings = guard_settings(args)
     serve(build_app(args, settings), settings, name)
 

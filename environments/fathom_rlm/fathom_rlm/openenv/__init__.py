@@ -13,7 +13,15 @@
 - `openenv.yaml`: the environment's OpenEnv manifest.
 """
 
-from fathom_rlm.openenv.client import FathomEnvClient
-from fathom_rlm.openenv.models import FathomAction, FathomObservation, FathomState
+from fathom_rlm._vendor.openenv_guard.lazy import lazy_exports
 
-__all__ = ["FathomAction", "FathomEnvClient", "FathomObservation", "FathomState"]
+# Imported on first use: the wire types build on openenv-core, which takes seconds to import.
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "FathomEnvClient": "client",
+        "FathomAction": "models",
+        "FathomObservation": "models",
+        "FathomState": "models",
+    },
+)

@@ -12,7 +12,15 @@
 - `openenv.yaml`: the environment's OpenEnv manifest.
 """
 
-from gsm8k_multireward.openenv.client import Gsm8kEnvClient
-from gsm8k_multireward.openenv.models import Gsm8kAction, Gsm8kObservation, Gsm8kState
+from gsm8k_multireward._vendor.openenv_guard.lazy import lazy_exports
 
-__all__ = ["Gsm8kAction", "Gsm8kEnvClient", "Gsm8kObservation", "Gsm8kState"]
+# Imported on first use: the wire types build on openenv-core, which takes seconds to import.
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "Gsm8kEnvClient": "client",
+        "Gsm8kAction": "models",
+        "Gsm8kObservation": "models",
+        "Gsm8kState": "models",
+    },
+)

@@ -1,5 +1,7 @@
 """The server side of fathom-rlm's OpenEnv environment: the environment and its app."""
 
-from fathom_rlm.openenv.server.environment import FathomEnvironment, ServerOptions
+from fathom_rlm._vendor.openenv_guard.lazy import lazy_exports
 
-__all__ = ["FathomEnvironment", "ServerOptions"]
+__getattr__, __all__ = lazy_exports(
+    __name__, {"FathomEnvironment": "environment", "ServerOptions": "environment"}
+)

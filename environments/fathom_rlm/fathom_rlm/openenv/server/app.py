@@ -14,25 +14,23 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from fathom_rlm._vendor.openenv_guard import (
-    ClientQuotas,
+# Only what the flags need is imported here: openenv-core's server (and the environment, which
+# builds on it) takes seconds to import, so `--help` and a bad flag do not wait for it.
+from fathom_rlm._vendor.openenv_guard.command import run_server, server_parser
+from fathom_rlm._vendor.openenv_guard.flags import add_config_arguments, config_values
+from fathom_rlm._vendor.openenv_guard.settings import (
     GuardSettings,
-    add_config_arguments,
     check_endpoint_url,
-    config_values,
     fail_at_start,
-    guarded_env_app,
-    run_server,
-    server_parser,
 )
-from fathom_rlm._vendor.openenv_guard.middleware import ServingGuard
 from fathom_rlm.adapters.arguments import FathomArguments
 from fathom_rlm.adapters.endpoint import Endpoint
-from fathom_rlm.openenv.models import FathomAction, FathomObservation
-from fathom_rlm.openenv.server.environment import FathomEnvironment, ServerOptions
-from fathom_rlm.serving import close_serving_scope
+
+if TYPE_CHECKING:
+    from fathom_rlm._vendor.openenv_guard.middleware import ServingGuard
+    from fathom_rlm.openenv.server.environment import ServerOptions
 
 T = TypeVar("T")
 
@@ -78,6 +76,8 @@ def server_options(args: argparse.Namespace, settings: GuardSettings) -> ServerO
     if values["sub_max_completion_tokens"] is None:
         values["sub_max_completion_tokens"] = SUB_MAX_COMPLETION_TOKENS
     arguments = _or_fail(lambda: FathomArguments(**values))
+    from fathom_rlm.openenv.server.environment import ServerOptions
+
     return ServerOptions(endpoint, arguments)
 
 
@@ -91,6 +91,12 @@ def _or_fail(build: Callable[[], T]) -> T:
 def create_fathom_app(options: ServerOptions, settings: GuardSettings) -> ServingGuard:
     """openenv-core's app for fathom-rlm behind the guard (with `/healthz`); the process's
     sandbox fork server and scratch root close with it."""
+    from fathom_rlm._vendor.openenv_guard.app import guarded_env_app
+    from fathom_rlm._vendor.openenv_guard.quotas import ClientQuotas
+    from fathom_rlm.openenv.models import FathomAction, FathomObservation
+    from fathom_rlm.openenv.server.environment import FathomEnvironment
+    from fathom_rlm.serving import close_serving_scope
+
     quotas = ClientQuotas(settings)
     return guarded_env_app(
         lambda: FathomEnvironment(options, quotas),

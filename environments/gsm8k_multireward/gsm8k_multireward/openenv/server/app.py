@@ -13,25 +13,18 @@ the server binds, so bad data fails at start.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from gsm8k_multireward._vendor.openenv_guard import (
-    GuardSettings,
-    add_config_arguments,
-    config_values,
-    fail_at_start,
-    guarded_env_app,
-    run_server,
-    server_parser,
-)
-from gsm8k_multireward._vendor.openenv_guard.middleware import ServingGuard
+# Only what the flags need is imported here: openenv-core's server (and the environment, which
+# builds on it) takes seconds to import, so `--help` and a bad flag do not wait for it.
+from gsm8k_multireward._vendor.openenv_guard.command import run_server, server_parser
+from gsm8k_multireward._vendor.openenv_guard.flags import add_config_arguments, config_values
+from gsm8k_multireward._vendor.openenv_guard.settings import GuardSettings, fail_at_start
 from gsm8k_multireward.config import GSM8KConfig
-from gsm8k_multireward.openenv.models import Gsm8kAction, Gsm8kObservation
-from gsm8k_multireward.openenv.server.environment import (
-    Gsm8kEnvironment,
-    ServerOptions,
-    close_graders,
-    load_rows,
-)
+
+if TYPE_CHECKING:
+    from gsm8k_multireward._vendor.openenv_guard.middleware import ServingGuard
+    from gsm8k_multireward.openenv.server.environment import ServerOptions
 
 FLAG_ALIASES = {"dataset_name": ("--data",), "dataset_split": ("--split",)}
 """Shorter flags for two config fields (the names the server has always taken)."""
@@ -51,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
 def server_options(args: argparse.Namespace) -> ServerOptions:
     """The sessions' settings from the parsed flags, with the rows loaded: a bad value or bad
     data fails before the server binds."""
+    from gsm8k_multireward.openenv.server.environment import ServerOptions, load_rows
+
     try:
         config = GSM8KConfig(**config_values(args, GSM8KConfig))
     except ValueError as exc:
@@ -67,6 +62,10 @@ def server_options(args: argparse.Namespace) -> ServerOptions:
 def create_gsm8k_app(options: ServerOptions, settings: GuardSettings) -> ServingGuard:
     """openenv-core's app for gsm8k-multireward behind the guard (with `/healthz`); the
     process's math-verify workers close with it."""
+    from gsm8k_multireward._vendor.openenv_guard.app import guarded_env_app
+    from gsm8k_multireward.openenv.models import Gsm8kAction, Gsm8kObservation
+    from gsm8k_multireward.openenv.server.environment import Gsm8kEnvironment, close_graders
+
     return guarded_env_app(
         lambda: Gsm8kEnvironment(options),
         Gsm8kAction,
