@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hmac
 import importlib.util
-import ipaddress
 import json
 import os
 import sys
@@ -47,6 +46,9 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+# The OpenEnv servers' rule for which addresses need a token (standard library only).
+from fathom_rlm._vendor.openenv_guard.settings import is_loopback
 
 from envtools import cli
 from envtools.tool_calls import parse_reply, prepare_messages
@@ -410,15 +412,6 @@ def measure(model: LocalModel, prompt_tokens: int = 512, new_tokens: int = 64) -
 
 
 # ---------------------------------------------------------------------------------- main
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def build_parser() -> cli.ArgumentParser:
