@@ -151,7 +151,7 @@ def transfer_column(side: int, out: str) -> Callable[[Path], None]:
     def check(copy: Path) -> None:
         results = json.loads((copy / out / "results.json").read_text(encoding="utf-8"))
         page = (ROOT / "docs" / "evaluation.md").read_text(encoding="utf-8")
-        section = page.split("### Synthetic and real text", 1)[1]
+        section = page.split("### Synthetic and real text", 1)[1].split("\n#", 1)[0]
         rows = [line for line in section.splitlines() if line.startswith("| fathom-")]
         assert len(rows) == len(results["policies"]), rows
         for row in rows:

@@ -242,6 +242,46 @@ def build_parser() -> cli.ArgumentParser:
         "report, results.json, rollouts.jsonl, transcripts.jsonl and an accuracy-versus-tokens "
         "chart.",
     )
+    _add_task_arguments(parser)
+    parser.add_argument(
+        "--policies",
+        type=cli.names(fathom.POLICIES, "scripted policy names"),
+        default=None,
+        help="comma-separated scripted policy names (default: every fathom policy; "
+        "none when --model is given)",
+    )
+    parser.add_argument("--concurrency", type=cli.integer(1), default=DEFAULT_CONCURRENCY)
+    parser.add_argument(
+        "--seed", type=cli.integer(), default=0, help="task sample and bootstrap seed"
+    )
+    parser.add_argument("--resamples", type=cli.integer(1000), default=DEFAULT_RESAMPLES)
+    parser.add_argument(
+        "--timeout", type=cli.number(0.1), default=DEFAULT_TIMEOUT_S, help="seconds per rollout"
+    )
+    parser.add_argument(
+        "--max-failed-share",
+        type=cli.number(0.0, 1.0),
+        default=0.0,
+        help="share of rollouts (0 to 1) that may fail (an error, not a low score) before the "
+        "command exits non-zero (default %(default)s: any failure does)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"output directory (default {DEFAULT_OUT}; with --data, outputs/eval-<file name>, so"
+        " a run on your rows never overwrites the default run's report)",
+    )
+    no_transcripts = f"do not write {TRANSCRIPTS_NAME} (every conversation; large on long runs)"
+    parser.add_argument(
+        "--no-transcripts", dest="transcripts", action="store_false", help=no_transcripts
+    )
+    _add_model_arguments(parser)
+    return parser
+
+
+def _add_task_arguments(parser: cli.ArgumentParser) -> None:
+    """Where the tasks come from: a synthetic split, or the user's rows with --data."""
     parser.add_argument(
         "--n",
         type=cli.integer(1),
@@ -278,39 +318,10 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument(
         "--format", dest="data_format", choices=tuple(FORMATS), help=argparse.SUPPRESS
     )
-    parser.add_argument(
-        "--policies",
-        type=cli.names(fathom.POLICIES, "scripted policy names"),
-        default=None,
-        help="comma-separated scripted policy names (default: every fathom policy; "
-        "none when --model is given)",
-    )
-    parser.add_argument("--concurrency", type=cli.integer(1), default=DEFAULT_CONCURRENCY)
-    parser.add_argument(
-        "--seed", type=cli.integer(), default=0, help="task sample and bootstrap seed"
-    )
-    parser.add_argument("--resamples", type=cli.integer(1000), default=DEFAULT_RESAMPLES)
-    parser.add_argument(
-        "--timeout", type=cli.number(0.1), default=DEFAULT_TIMEOUT_S, help="seconds per rollout"
-    )
-    parser.add_argument(
-        "--max-failed-share",
-        type=cli.number(0.0, 1.0),
-        default=0.0,
-        help="share of rollouts (0 to 1) that may fail (an error, not a low score) before the "
-        "command exits non-zero (default %(default)s: any failure does)",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help=f"output directory (default {DEFAULT_OUT}; with --data, outputs/eval-<file name>, so"
-        " a run on your rows never overwrites the default run's report)",
-    )
-    no_transcripts = f"do not write {TRANSCRIPTS_NAME} (every conversation; large on long runs)"
-    parser.add_argument(
-        "--no-transcripts", dest="transcripts", action="store_false", help=no_transcripts
-    )
+
+
+def _add_model_arguments(parser: cli.ArgumentParser) -> None:
+    """A model behind an OpenAI-compatible endpoint, instead of scripted policies."""
     parser.add_argument("--model", help="model name served at --base-url")
     parser.add_argument(
         "--base-url", type=cli.url, help="OpenAI-compatible base URL, e.g. http://host:8000/v1"
@@ -323,7 +334,6 @@ def build_parser() -> cli.ArgumentParser:
     )
     parser.add_argument("--temperature", type=cli.number(0.0), default=None)
     parser.add_argument("--max-tokens", type=cli.integer(1), default=None, help="per model call")
-    return parser
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
