@@ -37,7 +37,9 @@ import hmac
 import importlib.util
 import json
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -60,6 +62,8 @@ DEFAULT_MAX_TOKENS = 512
 DEFAULT_TIMEOUT_S = 600.0
 MAX_BODY_BYTES = 16 * 1024 * 1024
 CACHE_WEIGHTS = "model.safetensors"
+CACHE_LAYOUT = 2
+"""Raised when the cached directory's contents change, so older caches are converted again."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,61 @@ def default_cache_dir(name: str) -> Path:
     return Path(base) / "envtools" / "local-models" / name
 
 
+def converted_dir(name: str, cache_dir: Path | None = None) -> Path:
+    """A transformers model directory (config, tokenizer, float32 safetensors) for a model of
+    `MODELS`: the cache when it holds this package's conversion, else converted from the GGUF
+    (35 to 50 s) first. Any transformers loader takes it: `from_pretrained(converted_dir(...))`,
+    or the TRL launcher's `model = "local:<name>"`.
+
+    The conversion is written beside the cache and moved into place in one rename, so processes
+    converting at once never see (or leave) half a directory."""
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
+    cache_dir = cache_dir or default_cache_dir(name)
+    source = gguf_path(MODELS[name])
+    stamp = {"gguf": str(source), "size": source.stat().st_size, "layout": CACHE_LAYOUT}
+    if _holds(cache_dir, stamp):
+        return cache_dir
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as error:
+        raise ModelUnavailable(f"torch and transformers are needed: {error}") from error
+    from safetensors.torch import save_model
+
+    print(f"converting {source.name} (first start only)", file=sys.stderr, flush=True)
+    tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        source.parent, gguf_file=source.name, dtype=torch.float32
+    )
+    cache_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{cache_dir.name}-", dir=cache_dir.parent))
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config  # the saved weights are plain float32
+    config.architectures = [type(model).__name__]  # what loaders such as TRL's build from
+    config.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    save_model(model, str(staging / CACHE_WEIGHTS))
+    (staging / "source.json").write_text(json.dumps(stamp))
+    if cache_dir.exists():
+        shutil.rmtree(cache_dir, ignore_errors=True)  # a stale or broken conversion
+    try:
+        staging.rename(cache_dir)
+    except OSError:  # another process moved its conversion in first
+        shutil.rmtree(staging, ignore_errors=True)
+        if not _holds(cache_dir, stamp):
+            raise
+    return cache_dir
+
+
+def _holds(cache_dir: Path, stamp: dict[str, Any]) -> bool:
+    stamp_file = cache_dir / "source.json"
+    if not ((cache_dir / CACHE_WEIGHTS).is_file() and stamp_file.is_file()):
+        return False
+    return json.loads(stamp_file.read_text()) == stamp
+
+
 # ------------------------------------------------------------------------------ the model
 
 
@@ -133,35 +192,14 @@ class LocalModel:
             self.eos_ids.add(end)
 
     def _load(self) -> tuple[Any, Any]:
-        """From the cache when it holds this package's conversion, else from the GGUF (slow),
-        then saved to the cache."""
-        from safetensors.torch import load_model, save_model
+        from safetensors.torch import load_model
         from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-        source = gguf_path(self.spec)
-        stamp = {"gguf": str(source), "size": source.stat().st_size}
-        stamp_file = self.cache_dir / "source.json"
-        weights = self.cache_dir / CACHE_WEIGHTS
-        cached = weights.is_file() and stamp_file.is_file()
-        if cached and json.loads(stamp_file.read_text()) == stamp:
-            tokenizer = AutoTokenizer.from_pretrained(self.cache_dir)
-            config = AutoConfig.from_pretrained(self.cache_dir)
-            model = AutoModelForCausalLM.from_config(config, dtype=self.torch.float32)
-            load_model(model, str(weights))
-            return tokenizer, model
-        print(f"converting {source.name} (first start only)", file=sys.stderr, flush=True)
-        tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
-        model = AutoModelForCausalLM.from_pretrained(
-            source.parent, gguf_file=source.name, dtype=self.torch.float32
-        )
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        config = model.config
-        if hasattr(config, "quantization_config"):
-            del config.quantization_config  # the saved weights are plain float32
-        config.save_pretrained(self.cache_dir)
-        tokenizer.save_pretrained(self.cache_dir)
-        save_model(model, str(weights))
-        stamp_file.write_text(json.dumps(stamp))
+        directory = converted_dir(self.name, self.cache_dir)
+        tokenizer = AutoTokenizer.from_pretrained(directory)
+        config = AutoConfig.from_pretrained(directory)
+        model = AutoModelForCausalLM.from_config(config, dtype=self.torch.float32)
+        load_model(model, str(directory / CACHE_WEIGHTS))
         return tokenizer, model
 
     def prompt_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:

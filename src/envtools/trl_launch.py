@@ -5,7 +5,8 @@
 
 The file (schema in docs/training.md, examples in orchestrator_configs/trl/):
 
-    model = "Qwen/Qwen2.5-1.5B-Instruct"      # a model id or a local directory (with tokenizer)
+    model = "Qwen/Qwen2.5-1.5B-Instruct"      # a model id, a local directory (with tokenizer),
+                                              # or "local:smollm2-135m" (envtools.local_model)
     advantage = "gdpo"                        # "gdpo" or "grpo"
 
     [env]
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envtools import cli
+from envtools import cli, local_model
 
 ADVANTAGE_AGGREGATION: dict[str, str] = {
     "gdpo": "normalize_then_sum",
@@ -57,6 +58,9 @@ TRL_ADAPTERS: dict[str, str] = {
 
 # Set by the launcher from `advantage` and `[env]`; setting them in [trainer] too is a conflict.
 _LAUNCHER_FIELDS = ("multi_objective_aggregation", "reward_weights")
+LOCAL_PREFIX = "local:"
+"""`model = "local:smollm2-135m"`: a model of `envtools.local_model`, whose weights come from a
+package of the registry (no hub)."""
 _TOP_KEYS = {"model", "advantage", "env", "trainer"}
 _ENV_KEYS = {"id", "args", "reward_keys", "reward_weights"}
 
@@ -101,7 +105,12 @@ def parse_config(raw: Mapping[str, Any]) -> LaunchConfig:
     _no_unknown(raw, _TOP_KEYS, "top level")
     model = raw.get("model")
     if not isinstance(model, str) or not model.strip():
-        raise ConfigError("`model` must be a model id or a local directory")
+        raise ConfigError("`model` must be a model id, a local directory or local:<name>")
+    if model.startswith(LOCAL_PREFIX) and model[len(LOCAL_PREFIX) :] not in local_model.MODELS:
+        raise ConfigError(
+            f"`model` {model!r} names no registry-packaged model; known: "
+            f"{[LOCAL_PREFIX + name for name in local_model.MODELS]}"
+        )
     advantage = raw.get("advantage")
     if advantage not in ADVANTAGE_AGGREGATION:
         raise ConfigError(
@@ -239,7 +248,7 @@ def build(config: LaunchConfig) -> Launch:
         if environment.environment_factory is not None:
             extra["environment_factory"] = environment.environment_factory
         trainer = GRPOTrainer(
-            model=config.model,
+            model=resolve_model(config.model),
             reward_funcs=[environment.reward_funcs[key] for key in config.reward_keys],
             args=args,
             train_dataset=environment.train_dataset,
@@ -249,6 +258,14 @@ def build(config: LaunchConfig) -> Launch:
         environment.close()
         raise
     return Launch(trainer, environment, weights)
+
+
+def resolve_model(model: str) -> str:
+    """What `GRPOTrainer` loads: a `local:<name>` model is converted from its registry package's
+    GGUF once (`envtools.local_model.converted_dir`) and loaded from that directory."""
+    if model.startswith(LOCAL_PREFIX):
+        return str(local_model.converted_dir(model[len(LOCAL_PREFIX) :]))
+    return model
 
 
 def grpo_config(
