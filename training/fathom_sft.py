@@ -121,8 +121,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     tokenizer = AutoTokenizer.from_pretrained(source)
     dtype = getattr(torch, args.dtype)
     model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype).to(args.device)
-    examples = [render(tokenizer, m, t) for m, t in load_conversations(args.data)]
-    examples = [(i[: args.max_length], lab[: args.max_length]) for i, lab in examples]
+    rendered = [render(tokenizer, m, t) for m, t in load_conversations(args.data)]
+    cut = [(i[: args.max_length], lab[: args.max_length]) for i, lab in rendered]
+    examples = [(i, lab) for i, lab in cut if any(x != IGNORE for x in lab)]
     steps = math.ceil(len(examples) * args.epochs / args.grad_accum)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_scale(s, steps))
@@ -152,7 +153,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     args.out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(args.out)
     tokenizer.save_pretrained(args.out)
-    return _train_record(args, log, examples, time.monotonic() - start, load_before)
+    wall_s = time.monotonic() - start
+    return _train_record(args, log, examples, len(cut) - len(examples), wall_s, load_before)
 
 
 def _lr_scale(step: int, steps: int) -> float:
@@ -176,6 +178,7 @@ def _train_record(
     args: argparse.Namespace,
     log: list[dict[str, float]],
     examples: list[tuple[list[int], list[int]]],
+    dropped: int,
     wall_s: float,
     load_before: float,
 ) -> dict[str, Any]:
@@ -183,6 +186,7 @@ def _train_record(
         "command": "training/fathom_sft.py train",
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "conversations": len(examples),
+        "without_reply_after_cut": dropped,  # cut by --max-length before their first reply
         "tokens_per_epoch": sum(len(ids) for ids, _ in examples),
         "labelled_tokens_per_epoch": sum(sum(x != IGNORE for x in lab) for _, lab in examples),
         "steps": log,
