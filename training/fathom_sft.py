@@ -201,7 +201,8 @@ def _train_record(
 
 
 def _plot_loss(log: list[dict[str, float]], path: Path) -> None:
-    """The loss per step as a PNG, when matplotlib is installed (the main venv has it)."""
+    """The loss per step as a PNG, when matplotlib is installed (`plot` draws it later where
+    it is)."""
     try:
         import matplotlib
 
@@ -274,6 +275,9 @@ def protocol_summary(rollouts_file: Path) -> dict[str, Any]:
         "reward": [r["scores"]["reward"] for r in scored],
         "total_tokens": [r["scores"]["total_tokens"] for r in scored],
     }
+    first = _first_replies(rollouts_file.with_name("transcripts.jsonl"))
+    if first is not None:  # a call attempted in the first reply, whole or cut at the token cap
+        measures["first_reply_calls"] = [float(bool(reply.get("tool_calls"))) for reply in first]
     families = sorted({r["family"] for r in scored})
     ended: dict[str, int] = {}
     for r in rows:
@@ -290,13 +294,26 @@ def protocol_summary(rollouts_file: Path) -> dict[str, Any]:
     }
 
 
+def _first_replies(transcripts: Path) -> list[dict[str, Any]] | None:
+    """Each rollout's first assistant message (`envtools.evaluate` writes the transcripts)."""
+    if not transcripts.is_file():
+        return None
+    firsts = []
+    for line in transcripts.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            messages = json.loads(line).get("messages") or []
+            replies = [m for m in messages if m.get("role") == "assistant"]
+            firsts.append(replies[0] if replies else {})
+    return firsts
+
+
 def compare(before: Path, after: Path) -> str:
     """The Markdown table of two `eval` runs' protocol measures, side by side."""
     runs = [json.loads((p / "protocol.json").read_text()) for p in (before, after)]
     lines = [f"| measure | {before.name} | {after.name} |", "|---|---|---|"]
-    for key in runs[0]["measures"]:
+    for key in dict.fromkeys([*runs[0]["measures"], *runs[1]["measures"]]):
         digits = 0 if key == "total_tokens" else 2
-        cells = [_cell(run["measures"][key], digits) for run in runs]
+        cells = [_cell(run["measures"].get(key, {"n": 0}), digits) for run in runs]
         lines.append(f"| {key} | {cells[0]} | {cells[1]} |")
     lines.append(f"| rollouts (errors) | {_count(runs[0])} | {_count(runs[1])} |")
     return "\n".join(lines)
@@ -345,6 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--max-tokens", type=int, default=512, help="per model call")
     play.add_argument("--timeout", type=float, default=1800.0, help="seconds per rollout")
     play.add_argument("--threads", type=int, default=1, help="the server's torch threads")
+    plot = commands.add_parser("plot", help="the loss curve of a train.json as a PNG")
+    plot.add_argument("record", type=Path, help="the train.json a training run wrote")
+    plot.add_argument("--out", type=Path, required=True, help="the PNG to write")
     table = commands.add_parser("compare", help="the Markdown table of two eval runs")
     table.add_argument("before", type=Path)
     table.add_argument("after", type=Path)
@@ -356,6 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "train":
         record = train(args)
         print(json.dumps({k: record[k] for k in ("conversations", "wall_s", "checkpoint_bytes")}))
+    elif args.command == "plot":  # where matplotlib is (the main venv; the TRL venv lacks it)
+        _plot_loss(json.loads(args.record.read_text())["steps"], args.out)
     elif args.command == "eval":
         print(json.dumps(evaluate(args)["measures"], indent=1))
     else:

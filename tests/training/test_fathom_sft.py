@@ -52,8 +52,14 @@ def test_protocol_summary_counts_valid_calls_per_rollout_and_per_call(tmp_path: 
     ]
     path = tmp_path / "rollouts.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # The first reply of each rollout: a call (even one cut at the token cap) or prose.
+    first = [{"role": "assistant", "content": "no call"}, {"role": "assistant", "tool_calls": [{}]}]
+    transcripts = [{"messages": [{"role": "user", "content": "q"}, reply]} for reply in first]
+    transcripts += [{"messages": []}, {"messages": [first[1]]}]
+    (tmp_path / "transcripts.jsonl").write_text("".join(json.dumps(t) + "\n" for t in transcripts))
     summary = fathom_sft.protocol_summary(path)
     measures = summary["measures"]
+    assert measures["first_reply_calls"]["mean"] == 0.5 and measures["first_reply_calls"]["n"] == 4
     assert summary["rollouts"] == 4 and summary["errors"] == 1
     assert summary["ended_by"] == {"answer": 3, "error": 1}
     assert measures["called_a_tool"]["mean"] == pytest.approx(2 / 3)
