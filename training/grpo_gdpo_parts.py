@@ -201,9 +201,31 @@ def table_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def runs_markdown(runs: Sequence[Mapping[str, Any]]) -> str:
+    """One row per training run: what it saw, how long it took, and whether its weights moved."""
+    lines = [
+        "| run | steps | questions / completions | completion tokens | wall s | load at start "
+        "| mean step s (generation) | checkpoint MB | tensors changed | steps with a nonzero "
+        "advantage |",
+        "|---" * 10 + "|",
+    ]
+    for r in runs:
+        change = r.get("weight_change") or {}
+        changed = f"{change['tensors_changed']} of {change['tensors_compared']}" if change else "-"
+        lines.append(
+            f"| {r['advantage'].upper()} seed {r['seed']} | {r['steps']} "
+            f"| {r['rows_seen']['questions']} / {r['rows_seen']['completions']} "
+            f"| {r['completion_tokens']:,} | {r['wall_s']:.0f} "
+            f"| {' '.join(f'{x:.2f}' for x in r['load_before'])} "
+            f"| {r['mean_step_s']:.0f} ({r['mean_generation_s']:.0f}) "
+            f"| {r['checkpoint_bytes'] / 1e6:.1f} | {changed} | {r['nonzero_advantage_steps']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def plot_runs(runs: Sequence[Mapping[str, Any]], path: Path) -> None:
-    """Per step: each reward component's mean, and the advantages' |A| mean and share of
-    all-zero groups, one line per run (GRPO solid, GDPO dashed)."""
+    """Per step: each reward component's mean, the completion length, and the advantages' std,
+    |A| mean and share of all-zero groups; one line per run (GRPO solid, GDPO dashed)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -212,16 +234,27 @@ def plot_runs(runs: Sequence[Mapping[str, Any]], path: Path) -> None:
     panels = [
         ("curves", "correct_answer", "correct_answer mean"),
         ("curves", "length_reward", "length_reward mean"),
+        ("curves", "completion_length", "completion tokens, mean"),
+        ("advantages", "std", "advantage std"),
         ("advantages", "abs_mean", "mean |advantage|"),
         ("advantages", "zero_groups", "share of groups with all-zero advantage"),
     ]
-    fig, axes = plt.subplots(2, 2, figsize=(9, 6), dpi=80)
+    fig, axes = plt.subplots(3, 2, figsize=(9, 8), dpi=80)
     for ax, (part, key, title) in zip(axes.flat, panels, strict=True):
         for run in runs:
             x, y = run[part]["step"], run[part][key]
-            style = "-" if run["advantage"] == "grpo" else "--"
+            grpo = run["advantage"] == "grpo"
             label = f"{run['advantage'].upper()} seed {run['seed']}"
-            ax.plot(x, [math.nan if v is None else v for v in y], style, label=label)
+            values = [math.nan if v is None else v for v in y]
+            # Runs can coincide exactly: markers of different sizes keep each one visible.
+            ax.plot(
+                x,
+                values,
+                "-" if grpo else "--",
+                marker="o" if grpo else "x",
+                markersize=7 if grpo else 5,
+                label=label,
+            )
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("step")
     axes.flat[0].legend(fontsize=8)

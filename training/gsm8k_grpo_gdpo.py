@@ -47,6 +47,7 @@ from grpo_gdpo_parts import (
     read_advantages,
     read_jsonl,
     resolved_config,
+    runs_markdown,
     slice_records,
     step_curves,
     summarise,
@@ -421,7 +422,8 @@ def cmd_report(opts: argparse.Namespace) -> dict[str, Any]:
     }
     opts.out.mkdir(parents=True, exist_ok=True)
     _write_json(opts.out / "report.json", report)
-    (opts.out / "table.md").write_text(table_markdown(table), encoding="utf-8")
+    markdown = table_markdown(table) + "\n" + runs_markdown(report["runs"])
+    (opts.out / "table.md").write_text(markdown, encoding="utf-8")
     _plot_or_say(runs, opts.out / "curves.png")
     return report
 

@@ -171,3 +171,26 @@ def test_table_has_a_row_per_model_with_intervals() -> None:
         "| base | 0.050 [0.020, 0.080] | 0.050 [0.020, 0.080] | 0.050 [0.020, 0.080] "
         "| 120.2 [118.0, 122.5] |"
     )
+
+
+def test_runs_table_states_what_each_run_saw_and_changed() -> None:
+    row = {
+        "advantage": "gdpo",
+        "seed": 1,
+        "steps": 6,
+        "rows_seen": {"questions": 12, "completions": 48},
+        "completion_tokens": 6019,
+        "wall_s": 884.2,
+        "load_before": [3.77, 3.81, 3.83],
+        "mean_step_s": 145.2,
+        "mean_generation_s": 49.3,
+        "checkpoint_bytes": 538098105,
+        "weight_change": {"tensors_compared": 271, "tensors_changed": 0, "max_abs_change": 0.0},
+        "nonzero_advantage_steps": 0,
+    }
+    lines = parts.runs_markdown([row, {**row, "weight_change": None}]).splitlines()
+    assert lines[2] == (
+        "| GDPO seed 1 | 6 | 12 / 48 | 6,019 | 884 | 3.77 3.81 3.83 | 145 (49) | 538.1 "
+        "| 0 of 271 | 0 |"
+    )
+    assert "| - |" in lines[3]
