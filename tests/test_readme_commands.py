@@ -584,8 +584,8 @@ NOT_RUN: dict[str, str] = {
     f"outputs/gsm8k-slice/test.jsonl --config {_SMOLLM2_GRPO} "
     "--out outputs/eval/grpo-0.json": _LONG,
     _GSM8K_RUN + "report --evals outputs/eval/base.json outputs/eval/grpo-0.json "
-    "outputs/eval/gdpo-0.json outputs/eval/gdpo-1.json --runs outputs/runs/grpo-0 "
-    "outputs/runs/grpo-1 outputs/runs/gdpo-0 outputs/runs/gdpo-1 "
+    "outputs/eval/grpo-1.json outputs/eval/gdpo-0.json outputs/eval/gdpo-1.json --runs "
+    "outputs/runs/grpo-0 outputs/runs/grpo-1 outputs/runs/gdpo-0 outputs/runs/gdpo-1 "
     "--out docs/results/gsm8k-grpo-gdpo": (
         "writes the committed report from the runs above (needs their outputs)"
     ),
