@@ -407,6 +407,8 @@ _TRL_VENV = (
 _PRIME_RL = "prime-rl's own command, in a prime-rl checkout (GPUs); configured, not run"
 _SUITE = "runs tests of this suite (the suite runs them itself)"
 _LONG = "a measurement of minutes on 2 cores (the docs' numbers come from it)"
+_GSM8K_RUN = ".venvs/trl/bin/python training/gsm8k_grpo_gdpo.py "
+_SMOLLM2_GRPO = "orchestrator_configs/trl/smollm2-gsm8k-grpo.toml"
 _SAME = "the same run as one that runs here: "
 _HELP = "verifiers' own help (15 s to start); the documented eval commands run that CLI"
 _MENTION = "names a command in prose; its full form is documented and runs"
@@ -571,6 +573,27 @@ NOT_RUN: dict[str, str] = {
         ".venvs/trl/bin/accelerate launch --num_processes 8 -m envtools.trl_launch "
         "orchestrator_configs/trl/gsm8k-multireward-gdpo.toml"
     ): "trains on 8 GPUs; configured, not run",
+    # The CPU training of docs/training.md ("Trained on CPU"): minutes to an hour each on 2 cores.
+    _GSM8K_RUN + "slice --train gsm8k/train.jsonl --test gsm8k/test.jsonl --config "
+    f"{_SMOLLM2_GRPO} --temperature 0.7 --out outputs/gsm8k-slice": _LONG,
+    _GSM8K_RUN + "eval --model local:smollm2-135m --label base --data "
+    f"outputs/gsm8k-slice/test.jsonl --config {_SMOLLM2_GRPO} --out outputs/eval/base.json": _LONG,
+    _GSM8K_RUN + f"train --config {_SMOLLM2_GRPO} --data outputs/gsm8k-slice/train.jsonl "
+    "--seed 0 --steps 6 --out outputs/runs/grpo-0": _LONG,
+    _GSM8K_RUN + "eval --model outputs/runs/grpo-0 --label 'GRPO seed 0' --data "
+    f"outputs/gsm8k-slice/test.jsonl --config {_SMOLLM2_GRPO} "
+    "--out outputs/eval/grpo-0.json": _LONG,
+    _GSM8K_RUN + "report --evals outputs/eval/base.json outputs/eval/grpo-0.json "
+    "outputs/eval/grpo-1.json outputs/eval/gdpo-0.json outputs/eval/gdpo-1.json --runs "
+    "outputs/runs/grpo-0 outputs/runs/grpo-1 outputs/runs/gdpo-0 outputs/runs/gdpo-1 "
+    "--out docs/results/gsm8k-grpo-gdpo": (
+        "writes the committed report from the runs above (needs their outputs)"
+    ),
+    _GSM8K_RUN + "train --config orchestrator_configs/trl/smollm2-gsm8k-gdpo.toml --model "
+    "Qwen/Qwen2.5-1.5B-Instruct --device cuda --precision bf16 --data "
+    "outputs/gsm8k-slice/train.jsonl --seed 0 --steps 200 --out outputs/runs/gdpo-qwen": (
+        "trains on a GPU; configured, not run"
+    ),
     # Installs, and the verifiers 0.4.0 venv recipe (scripts/test.sh builds the same venv).
     "python -m pip install uv": _REGISTRY,
     "uv lock": "resolves against a package registry; the lock file is committed",
@@ -991,7 +1014,7 @@ PARSE_URL = "http://127.0.0.1:8000/v1"
 # Placeholders the docs write for numbers given beside the command.
 NUMBERS = {"N": "16000", "D": "20"}
 PROJECT_MODULE = re.compile(r"(envtools|fathom_rlm|gsm8k_multireward)(\.\w+)+$")
-PROJECT_SCRIPT = re.compile(r"(benchmarks|scripts)/\w+\.py$")
+PROJECT_SCRIPT = re.compile(r"(benchmarks|scripts|training)/\w+\.py$")
 
 
 def _project_call(command: str) -> tuple[str, list[str]] | None:

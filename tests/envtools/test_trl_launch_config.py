@@ -57,7 +57,11 @@ def test_the_examples_cover_both_environments_and_both_advantages() -> None:
     for path in EXAMPLES:
         config = load_config(path)
         assert set(config.reward_keys) <= set(known_reward_keys(config.env_id))
-        assert path.stem == f"{config.env_id}-{config.advantage}"
+        # <env>-<advantage>, or a model's run of it: <model>-<env or its short name>-<advantage>
+        names = (config.env_id, config.env_id.split("-")[0])
+        assert path.stem == f"{config.env_id}-{config.advantage}" or any(
+            path.stem.endswith(f"-{name}-{config.advantage}") for name in names
+        ), path.name
         if config.reward_weights is not None:
             assert len(config.reward_weights) == len(config.reward_keys)
         seen.add((config.env_id, config.advantage))

@@ -1,0 +1,196 @@
+"""The pure parts of training/gsm8k_grpo_gdpo.py, in the main venv (no torch): the slice rule,
+pass@k, the intervals, the resolved launcher file, and the curves read from a Trainer log and
+TRL's completions files."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "training" / "gsm8k_grpo_gdpo.py"
+CONFIGS = [
+    ROOT / "orchestrator_configs" / "trl" / f"smollm2-gsm8k-{a}.toml" for a in ("grpo", "gdpo")
+]
+
+
+def _load():
+    sys.path.insert(0, str(SCRIPT.parent))
+    spec = importlib.util.spec_from_file_location("gsm8k_grpo_gdpo", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+run = _load()
+parts = sys.modules["grpo_gdpo_parts"]
+
+
+def test_slice_rule_counts_calculation_steps() -> None:
+    two = "a <<2*3=6>>6 then <<6+1=7>>7\n#### 7"
+    three = "<<1+1=2>>2 <<2+2=4>>4 <<4+4=8>>8\n#### 8"
+    none = "No arithmetic.\n#### 3"
+    assert [parts.calc_steps(s) for s in (two, three, none)] == [2, 3, 0]
+    rows = [{"question": q, "answer": a} for q, a in (("q2", two), ("q3", three), ("q0", none))]
+    assert [r["question"] for r in parts.slice_records(rows, 2)] == ["q2", "q0"]
+    assert parts.slice_records(rows, 0) == [rows[2]]
+    with pytest.raises(ValueError):
+        parts.slice_records(rows, -1)
+
+
+def test_pass_at_k() -> None:
+    assert parts.pass_at_k([[0.0, 1.0], [0.0, 0.0]]) == 0.5
+    with pytest.raises(ValueError):
+        parts.pass_at_k([])
+
+
+def test_summary_has_every_metric_with_an_interval() -> None:
+    scores = [
+        {"correct_answer": c, "length_reward": c, "reward": 2 * c, "tokens": 50.0 + i}
+        for i, c in enumerate([1.0, 0.0, 0.0, 1.0])
+    ]
+    summary = parts.summarise(scores)
+    assert set(summary) == set(parts.METRICS)
+    est = summary["correct_answer"]
+    assert est["mean"] == 0.5 and est["n"] == 4 and 0.0 <= est["low"] <= 0.5 <= est["high"] <= 1.0
+    assert summary == parts.summarise(scores)  # seeded: reproducible to the last digit
+
+
+def test_resolved_config_is_a_launcher_file_with_the_flags() -> None:
+    base = tomllib.loads(CONFIGS[1].read_text())
+    config = parts.resolved_config(
+        base,
+        data="d/train.jsonl",
+        seed=3,
+        steps=5,
+        out="o",
+        model=None,
+        device="cuda",
+        precision="bf16",
+    )
+    parsed = tomllib.loads(parts.to_toml(config))
+    assert parsed == config
+    assert parsed["model"] == base["model"] and parsed["advantage"] == "gdpo"
+    assert parsed["env"]["args"]["dataset_name"] == "d/train.jsonl"
+    trainer = parsed["trainer"]
+    assert (trainer["seed"], trainer["max_steps"], trainer["output_dir"]) == (3, 5, "o")
+    assert (trainer["use_cpu"], trainer["bf16"], trainer["fp16"]) == (False, True, False)
+    assert base["trainer"]["seed"] == 0  # the committed file is not changed
+    cpu = parts.resolved_config(
+        base, data="d", seed=0, steps=1, out="o", model="m", device="cpu", precision="fp32"
+    )
+    assert cpu["model"] == "m" and cpu["trainer"]["use_cpu"] and not cpu["trainer"]["bf16"]
+    with pytest.raises(ValueError):
+        parts.resolved_config(
+            base, data="d", seed=0, steps=1, out="o", model=None, device="cpu", precision="int8"
+        )
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_committed_files_score_as_they_train(path: Path) -> None:
+    """Eval scores with the file's [env.args]; only the data path is dropped."""
+    args = parts.env_args(path)
+    assert "dataset_name" not in args and args["length_threshold_tokens"] > 0
+    trainer = tomllib.loads(path.read_text())["trainer"]
+    assert args["length_threshold_tokens"] < trainer["max_completion_length"]
+
+
+def test_step_curves_from_a_log_history() -> None:
+    history = [
+        {
+            "loss": 0.1,
+            "step": 1,
+            "rewards/correct_answer/mean": 0.25,
+            "reward": 0.5,
+            "rewards/length_reward/mean": 0.25,
+            "completions/mean_length": 90.0,
+        },
+        {"loss": 0.2, "step": 2, "rewards/correct_answer/mean": 0.5},
+        {"train_runtime": 10.0, "step": 2},
+    ]
+    curves = parts.step_curves(history)
+    assert curves["step"] == [1, 2]
+    assert curves["correct_answer"] == [0.25, 0.5]
+    assert curves["length_reward"] == [0.25, None]
+    assert curves["completion_length"] == [90.0, None]
+
+
+def test_advantage_curves_from_completions_files(tmp_path: Path) -> None:
+    for step, adv in ((2, [0.0, 0.0, 1.0, -1.0]), (1, [0.5, -0.5, 0.0, 0.0])):
+        table = pa.table({"step": [step] * 4, "advantage": adv})
+        pq.write_table(table, tmp_path / f"completions_{step:05d}.parquet")
+    tables = parts.read_advantages(tmp_path)
+    curves = parts.advantage_curves(tables, group=2)
+    assert curves["step"] == [1.0, 2.0]
+    assert curves["zero_groups"] == [0.5, 0.5]
+    assert curves["abs_mean"] == [0.25, 0.5]
+    assert curves["mean"] == [0.0, 0.0]
+    with pytest.raises(ValueError):
+        parts.advantage_stats([], 2)
+
+
+def test_checkpoint_size_counts_weight_files_only(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors").write_bytes(b"x" * 10)
+    (tmp_path / "log_history.json").write_text("[]")
+    assert parts.dir_size_bytes(tmp_path) == 10
+
+
+def test_the_script_imports_without_torch() -> None:
+    code = (
+        "import runpy, sys; runpy.run_path(sys.argv[1], run_name='x'); "
+        "assert 'torch' not in sys.modules and 'trl' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code, str(SCRIPT)], check=True, timeout=120)
+    options = run.build_parser().parse_args(
+        ["eval", "--data", "t.jsonl", "--config", "c.toml", "--out", "o.json"]
+    )
+    assert options.n == 200 and options.model == "local:smollm2-135m"
+
+
+def test_table_has_a_row_per_model_with_intervals() -> None:
+    est = {"mean": 0.05, "low": 0.02, "high": 0.08, "n": 200}
+    tok = {"mean": 120.25, "low": 118.0, "high": 122.5, "n": 200}
+    row = {
+        "label": "base",
+        "correct_answer": est,
+        "length_reward": est,
+        "reward": est,
+        "tokens": tok,
+    }
+    table = parts.table_markdown([row]).splitlines()
+    assert table[0] == "| model | correct_answer | length_reward | reward | tokens |"
+    assert table[2] == (
+        "| base | 0.050 [0.020, 0.080] | 0.050 [0.020, 0.080] | 0.050 [0.020, 0.080] "
+        "| 120.2 [118.0, 122.5] |"
+    )
+
+
+def test_runs_table_states_what_each_run_saw_and_changed() -> None:
+    row = {
+        "advantage": "gdpo",
+        "seed": 1,
+        "steps": 6,
+        "rows_seen": {"questions": 12, "completions": 48},
+        "completion_tokens": 6019,
+        "wall_s": 884.2,
+        "load_before": [3.77, 3.81, 3.83],
+        "mean_step_s": 145.2,
+        "mean_generation_s": 49.3,
+        "checkpoint_bytes": 538098105,
+        "weight_change": {"tensors_compared": 271, "tensors_changed": 0, "max_abs_change": 0.0},
+        "nonzero_advantage_steps": 0,
+    }
+    lines = parts.runs_markdown([row, {**row, "weight_change": None}]).splitlines()
+    assert lines[2] == (
+        "| GDPO seed 1 | 6 | 12 / 48 | 6,019 | 884 | 3.77 3.81 3.83 | 145 (49) | 538.1 "
+        "| 0 of 271 | 0 |"
+    )
+    assert "| - |" in lines[3]
