@@ -396,6 +396,14 @@ RUNS: dict[str, Run] = {
         ),
         expect={"outputs/sft/fathom-train-16k.prime-rl.jsonl": 1},
     ),
+    "sft-export-3k": Run(
+        (
+            "uv run python -m envtools.sft_export --policy fathom-reference --split train --n 16 "
+            "--doc-tokens 3000 --min-reward 0.5 --format trl "
+            "--out outputs/sft/fathom-train-3k.jsonl",
+        ),
+        expect={"outputs/sft/fathom-train-3k.jsonl": 28},  # docs/training.md: 16 roots + 12 calls
+    ),
 }
 
 _REGISTRY = "installs from a package registry (network)"
@@ -408,6 +416,7 @@ _PRIME_RL = "prime-rl's own command, in a prime-rl checkout (GPUs); configured, 
 _SUITE = "runs tests of this suite (the suite runs them itself)"
 _LONG = "a measurement of minutes on 2 cores (the docs' numbers come from it)"
 _GSM8K_RUN = ".venvs/trl/bin/python training/gsm8k_grpo_gdpo.py "
+_FATHOM_SFT = "training/fathom_sft.py "  # trains in the TRL venv; evaluates from the main one
 _SMOLLM2_GRPO = "orchestrator_configs/trl/smollm2-gsm8k-grpo.toml"
 _SAME = "the same run as one that runs here: "
 _HELP = "verifiers' own help (15 s to start); the documented eval commands run that CLI"
@@ -593,6 +602,20 @@ NOT_RUN: dict[str, str] = {
     "Qwen/Qwen2.5-1.5B-Instruct --device cuda --precision bf16 --data "
     "outputs/gsm8k-slice/train.jsonl --seed 0 --steps 200 --out outputs/runs/gdpo-qwen": (
         "trains on a GPU; configured, not run"
+    ),
+    ".venvs/trl/bin/python " + _FATHOM_SFT + "train --data outputs/sft/fathom-train-3k.jsonl --out "
+    "outputs/trained/smollm2-fathom-sft --epochs 2 --threads 1 --max-length 3072": _LONG,
+    "uv run python " + _FATHOM_SFT + "eval --out outputs/trained/eval-base": (_LONG),
+    "uv run python "
+    + _FATHOM_SFT
+    + "eval --checkpoint outputs/trained/smollm2-fathom-sft --out outputs/trained/eval-sft": _LONG,
+    "uv run python " + _FATHOM_SFT + "compare outputs/trained/eval-base outputs/trained/eval-sft": (
+        "compares the two evaluations above (needs their outputs)"
+    ),
+    "uv run python "
+    + _FATHOM_SFT
+    + "plot outputs/trained/smollm2-fathom-sft/train.json --out docs/results/fathom-sft/loss.png": (
+        "draws the committed curve from the training run above (needs its output)"
     ),
     # Installs, and the verifiers 0.4.0 venv recipe (scripts/test.sh builds the same venv).
     "python -m pip install uv": _REGISTRY,
