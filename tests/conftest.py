@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from importlib.metadata import version
@@ -22,6 +23,11 @@ from pathlib import Path
 import pytest
 
 MAIN_VERIFIERS = "0.3.1"
+
+# fathom-rlm maps user documents from a folder shared by the machine's processes: the tests and
+# the programs they start use one of their own, removed when they end.
+_DOCUMENTS = tempfile.TemporaryDirectory(prefix="fathom-rlm-documents-")
+os.environ["FATHOM_RLM_DOCUMENT_DIR"] = _DOCUMENTS.name
 
 
 def _matrix_python(verifiers_version: str) -> Path:

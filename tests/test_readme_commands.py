@@ -168,6 +168,16 @@ def transfer_column(side: int, out: str) -> Callable[[Path], None]:
     return check
 
 
+def check_choice_heldout(copy: Path) -> None:
+    """docs/evaluation.md's floor table states the reference's held-out choice score as run."""
+    results = json.loads((copy / "outputs/eval-choice-heldout/results.json").read_text())
+    got = results["policies"]["fathom-reference"]["rewards"]["correctness"]
+    cell = f"{got['mean']:.3f} [{got['low']:.3f}, {got['high']:.3f}]"
+    page = (ROOT / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    row = next(line for line in page.splitlines() if line.startswith("| public-domain held-out"))
+    assert row.endswith(f": {cell} |"), f"docs: {row}; run: {cell}"
+
+
 def check_user_rows_walkthrough(copy: Path) -> None:
     """The fathom README's own-documents run: legacy `vf-eval -s` on 3 harbour rows, each
     answered correctly by the reference (the policy server was given the rows with --data),
@@ -266,6 +276,16 @@ RUNS: dict[str, Run] = {
         ),
         expect={"outputs/eval-blind-choice/rollouts.jsonl": 124},  # 62 rows x 2 policies
         says=("Choice rows (5)",),
+    ),
+    "evaluate-choice-heldout": Run(
+        (
+            "uv run python -m envtools.evaluate --data "
+            "environments/fathom_rlm/fathom_rlm/data/public_domain/choice_heldout.jsonl "
+            "--policies fathom-reference,fathom-blind-choice --out outputs/eval-choice-heldout",
+        ),
+        expect={"outputs/eval-choice-heldout/rollouts.jsonl": 32},  # 16 rows x 2 policies
+        says=("Choice rows (16)", "16 of them have evidence"),
+        check=check_choice_heldout,
     ),
     "evaluate-blind-choice-longbench": Run(
         (
@@ -680,6 +700,9 @@ NOT_RUN: dict[str, str] = {
     ): _LONG,
     "uv run python benchmarks/fathom_documents.py": _LONG,
     "uv run python benchmarks/user_rows_load.py --rows 200,1000,2000,5000 --documents 1,20": _LONG,
+    "uv run python benchmarks/user_rows_load.py --workers 1,2,4,8 --rows 2000 --documents 20": (
+        _LONG + "; tests/fathom_rlm/documents/test_document_store.py checks the sharing"
+    ),
     "uv run python benchmarks/fathom_documents.py --cues 100 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --subjects 100 --tokens 200000": _LONG,
     "uv run python benchmarks/fathom_documents.py --naive 5 --tokens 64000": _LONG,

@@ -437,12 +437,15 @@ def _run_config(
     for row in args.rows:
         kinds[row.answer_kind] = kinds.get(row.answer_kind, 0) + 1
     source = {"data": str(args.data), "format": args.data_format, "answer_kinds": kinds}
-    # A blind letter earns 1/k on a row of k choices: the floor a reader must beat.
-    choices = [len(choice_letters(r.question)) for r in args.rows if r.answer_kind == "choice"]
-    if choices:
+    # A blind letter earns 1/k on a row of k choices: the floor a reader must beat. On a row
+    # with evidence the evidence veto pays nothing to a letter whose evidence was never read.
+    choice_rows = [r for r in args.rows if r.answer_kind == "choice"]
+    if choice_rows:
+        blind = [len(choice_letters(r.question)) for r in choice_rows if not r.spans]
         source["choice_floor"] = {
-            "rows": len(choices),
-            "mean": sum(1 / k for k in choices if k) / len(choices),
+            "rows": len(choice_rows),
+            "with_evidence": len(choice_rows) - len(blind),
+            "mean": sum(1 / k for k in blind if k) / len(choice_rows),
         }
     where = {"split": None, "n": args.n, "doc_tokens": None}
     return {"command": command, "source": "user rows", **source, **where, **run}

@@ -111,6 +111,23 @@ def test_a_source_serves_its_first_rows_with_their_documents_loaded() -> None:
     assert build_rows(oolong)[0].answer_kind == "number"
 
 
+def test_a_source_reads_only_the_rows_it_serves(tmp_path: Path) -> None:
+    """num_examples stops the reading: a huge file's tail is never parsed (or its documents
+    read) when the first rows are all that is served."""
+    from fathom_rlm.adapters.scoring import build_rows
+
+    rows = (USER_ROWS / "harbour.jsonl").read_text(encoding="utf-8").splitlines()[:2]
+    (tmp_path / "harbour.txt").write_bytes((USER_ROWS / "harbour.txt").read_bytes())
+    (tmp_path / "rows.jsonl").write_text("\n".join([*rows, "{not json"]) + "\n")
+    source = str(tmp_path / "rows.jsonl")
+    assert [r.row_id for r in build_rows(FathomArguments(source=source, num_examples=2))] == [
+        "founder",
+        "ships",
+    ]
+    with pytest.raises(ValueError, match="line 3"):
+        FathomArguments(source=source)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -25,6 +25,7 @@ DATA = (
     / "public_domain"
 )
 QUESTIONS = DATA / "questions.jsonl"
+CHOICE_HELDOUT = DATA / "choice_heldout.jsonl"  # held out from the reference's choice reading
 
 KINDS = {"text", "number", "year", "list", "choice"}
 FIELDS = {
@@ -104,7 +105,12 @@ def number_words(n: int) -> list[str]:
 
 
 def load_rows() -> list[dict[str, Any]]:
-    lines = QUESTIONS.read_text(encoding="utf-8").splitlines()
+    """The rows of both question files (they share the texts and every check)."""
+    lines = [
+        line
+        for path in (QUESTIONS, CHOICE_HELDOUT)
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
     return [json.loads(line) for line in lines if line.strip()]
 
 

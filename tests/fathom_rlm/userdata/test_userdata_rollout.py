@@ -56,6 +56,44 @@ def test_without_the_any_text_context_the_grammar_reader_finds_nothing() -> None
     assert read_by_overlap("Why is the sky green?", text) == "not found"
 
 
+def _choice_question(question: str, options: list[str]) -> str:
+    from fathom_rlm.userdata.grading import answer_instruction
+
+    lines = [f"{letter}) {text}" for letter, text in zip("ABCD", options, strict=False)]
+    return "\n".join([question, *lines, answer_instruction("choice")])
+
+
+_LEDGER = (
+    "The keeper of the mill wrote in his ledger every evening. On the first day of the fair he "
+    "counted the sacks and found that nine sacks of barley had come in, and seven of oats the "
+    "next morning. Years later a traveller asked him about the flood. The water rose to the "
+    "second window, he said, and the miller's grey mare swam out through the yard gate while "
+    "the geese sat on the roof. His daughter kept a grey cat and a brown dog in the loft."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "options", "answer"),
+    [
+        # Two options in one passage: the one next to the question's words.
+        ("How many sacks of barley came in on the first day?", ["seven", "nine", "ten"], "B"),
+        # An option whose words are all there, not one sharing a word with it.
+        ("What swam out of the yard in the flood?", ["the grey cat", "the grey mare"], "B"),
+        # The text names no option near the question: no guess.
+        ("What did the keeper eat at the fair?", ["bread", "apples", "cheese"], "not found"),
+    ],
+)
+def test_the_overlap_reader_picks_the_option_its_passage_names(
+    question: str, options: list[str], answer: str
+) -> None:
+    from envtools.policies.fathom.overlap_reader import content_terms
+
+    prompt = _choice_question(question, options)
+    assert read_by_overlap(prompt, _LEDGER, complete=True) == answer
+    # The root greps for each option's own words, beside the question's.
+    assert set(content_terms(prompt)) >= {max(o.split(), key=len) for o in options} - {"grey"}
+
+
 def test_evaluate_data_runs_every_user_row_policy_and_says_which_source(
     tmp_path: Path, capsys: Any
 ) -> None:

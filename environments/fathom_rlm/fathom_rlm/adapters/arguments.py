@@ -163,7 +163,7 @@ class FathomArguments(RolloutCaps):
                 )
         # Absolute, so a worker process started elsewhere reads the same file.
         object.__setattr__(self, "source", os.path.abspath(self.source))
-        source_rows(self.source, self.source_format)
+        source_rows(self.source, self.source_format, self.num_examples)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -188,26 +188,27 @@ class FathomArguments(RolloutCaps):
         return {name: value for name, value in asdict(self).items() if name != "sandbox"}
 
 
-_SOURCES: dict[tuple[str, str], tuple[tuple[int, int], list[TaskRecord]]] = {}
+_SOURCES: dict[tuple[str, str, int | None], tuple[tuple[int, int], list[TaskRecord]]] = {}
 _SOURCES_LOCK = threading.Lock()
 
 
-def source_rows(path: str, format: str = "native") -> list[TaskRecord]:
-    """The records of a source file, read once per process while the file is unchanged (the
-    arguments are made again for every rollout); a `UserRowError` names the bad row."""
+def source_rows(path: str, format: str = "native", limit: int | None = None) -> list[TaskRecord]:
+    """The first `limit` records of a source file (all when None; the rest is not read), read
+    once per process while the file is unchanged (the arguments are made again for every
+    rollout); a `UserRowError` names the bad row."""
     try:
         stat = os.stat(path)
         signature = (stat.st_mtime_ns, stat.st_size)
     except OSError:
         signature = (-1, -1)  # the loader names the problem
     with _SOURCES_LOCK:
-        cached = _SOURCES.get((path, format))
+        cached = _SOURCES.get((path, format, limit))
         if cached is None or cached[0] != signature:
             try:
-                records = load_rows(path, format=format)
+                records = load_rows(path, format=format, limit=limit)
             except UserRowError as exc:
                 raise UserRowError(f"fathom-rlm argument source: {exc}") from None
-            cached = _SOURCES[(path, format)] = (signature, records)
+            cached = _SOURCES[(path, format, limit)] = (signature, records)
     return list(cached[1])
 
 

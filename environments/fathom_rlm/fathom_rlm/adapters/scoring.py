@@ -24,7 +24,7 @@ def build_rows(args: FathomArguments) -> list[TaskRecord]:
     from fathom_rlm.documents import build_split
 
     if args.source is not None:
-        return source_rows(args.source, args.source_format)[: args.num_examples]
+        return source_rows(args.source, args.source_format, args.num_examples)
 
     return build_split(
         args.split,

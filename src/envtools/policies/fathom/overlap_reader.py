@@ -82,13 +82,15 @@ def _body(question: str) -> str:
 
 def content_terms(question: str, n: int = 3) -> list[str]:
     """Words to grep for in any text: up to two names of the question, then its longest
-    content words, `n` in all."""
+    content words, `n` in all; a choice question adds the longest word of each choice that no
+    other choice has (the passage that settles it names its option)."""
     body = _body(question)
     words = sorted(dict.fromkeys(w for w in _WORD.findall(body) if w.lower() not in _STOP))
     words.sort(key=len, reverse=True)
     names = [t for t in search_terms(body) if t.lower() not in _STOP]
     terms = [*names[:2], *(w for w in words if len(w) > 3)]
-    return list(dict.fromkeys(terms))[:n]
+    options = [max(own, key=len) for own in _option_words(question).values() if own]
+    return list(dict.fromkeys([*list(dict.fromkeys(terms))[:n], *options]))
 
 
 def _best_sentences(question: str, text: str) -> list[str]:
@@ -118,6 +120,56 @@ def _choices(question: str) -> dict[str, str]:
     """The options of a choice question, one a line: "(B) text", "B) text" or "B. text"."""
     option = r"^\s*\(?([A-Z])[).]\s*(.+)$"
     return {m.group(1): m.group(2) for m in re.finditer(option, question, re.M)}
+
+
+def _stem(word: str) -> str:
+    """A word without a plural "s", so that "hedgehogs" meets "hedgehog"."""
+    word = word.lower()
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def _option_words(question: str) -> dict[str, list[str]]:
+    """Each option's content words (as written) that the question's body and the other options
+    lack: what tells it from the others."""
+    options = {
+        k: [w for w in _WORD.findall(t) if w.lower() not in _STOP]
+        for k, t in _choices(question).items()
+    }
+    asked = {_stem(w) for w in _words(_body(question))}
+    own: dict[str, list[str]] = {}
+    for letter, words in options.items():
+        others = {_stem(w) for k, ws in options.items() if k != letter for w in ws}
+        own[letter] = [w for w in dict.fromkeys(words) if _stem(w) not in others | asked]
+    return own
+
+
+_AROUND, _NEAR = 40, 4  # words either side: a passage, and the words next to an option's
+
+
+def _choice_passages(question: str, text: str) -> list[tuple[int, int, str, str]]:
+    """Where the text names an option: (question words around it, question words next to it,
+    the letter, the passage), best first. The passage is the 40 words either side of one of
+    the option's own words, and must hold every word of the option; the question's words around
+    it, then next to it, tell the passage that answers from one that merely names the same
+    thing."""
+    asked = {_stem(w) for w in _words(_body(question))}
+    options = {k: {_stem(w) for w in _words(t)} for k, t in _choices(question).items()}
+    own = {k: {_stem(w) for w in ws} for k, ws in _option_words(question).items() if ws}
+    spans = [m.span() for m in _WORD.finditer(text[:200_000])]
+    stems = [_stem(text[a:b]) for a, b in spans]
+    found = []
+    for i, word in enumerate(stems):
+        for letter, option in own.items():
+            if word not in option:
+                continue
+            lo, hi = max(0, i - _AROUND), min(len(stems), i + _AROUND + 1)
+            around = set(stems[lo:hi])
+            if options[letter] <= around:
+                near = set(stems[max(0, i - _NEAR) : i + _NEAR + 1])
+                passage = " ".join(text[spans[lo][0] : spans[hi - 1][1]].split())
+                found.append((len(around & asked), len(near & asked), letter, passage))
+    found.sort(key=lambda f: (-f[0], -f[1], f[2]))
+    return found
 
 
 # Books write their numbers in words.
@@ -200,9 +252,24 @@ def read_by_overlap(prompt: str, text: str, *, complete: bool = False) -> str:
     evidence: ...`), or "not found" when no sentence shares enough words with the question."""
     question, _known = split_prompt(prompt)
     body, kind = split_instruction(question)
+    if kind == "choice" and _option_words(body):
+        return _read_choice(body, text, complete=complete)
     quotes = _best_sentences(_body(question), text)
     if not quotes:
         return NOT_FOUND
     if complete:
         return _extract(body, kind, quotes)
     return partial_answer(quotes, [])
+
+
+def _read_choice(question: str, text: str, *, complete: bool) -> str:
+    """A choice question: the passages that name an option, among the question's words; asked
+    to conclude, the option of the best one (none when the text names no option near a word of
+    the question)."""
+    passages = [p for p in _choice_passages(question, text) if p[0] > 0]
+    if not passages:
+        return NOT_FOUND
+    if complete:
+        return passages[0][2]
+    quote = passages[0][3]  # one: quotes add up in the prompts of the sub-calls after it
+    return partial_answer([quote if quote[-1] in ".!?" else quote + "."], [])
