@@ -173,19 +173,16 @@ def _choice_floor(cfg: dict[str, Any]) -> list[str]:
     floor = cfg.get("choice_floor")
     if not floor:
         return []
-    guarded = floor.get("with_evidence", 0)
-    vetoed = (
-        f"; {guarded} of them have evidence, where the evidence veto pays a letter nothing "
-        "unless its passage was read"
-        if guarded
-        else ""
+    veto = (
+        f"; {floor.get('with_evidence')} of them have evidence, where the evidence veto pays a "
+        "letter nothing unless its passage was read"
     )
     return [
         "",
         f"Choice rows ({floor['rows']}): a letter picked without reading earns 1/k on a row of k "
-        f"choices{vetoed}: {floor['mean']:.3f} on average here. That is the floor "
-        "(`fathom-blind-choice`, which touches the document once and reads nothing), and a "
-        "reader is worth what it earns above it.",
+        f"choices{veto if floor.get('with_evidence') else ''}: {floor['mean']:.3f} on average "
+        "here. That is the floor (`fathom-blind-choice`, which touches the document once and "
+        "reads nothing), and a reader is worth what it earns above it.",
     ]
 
 
