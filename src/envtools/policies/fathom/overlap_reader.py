@@ -6,8 +6,9 @@ user rows (`reading_any_text()`), a question the grammar does not parse goes to 
 instead. It is deliberately simple, a word-overlap baseline and no model: it returns the
 sentences of its text that share the most content words with the question (as evidence a
 caller can pass on), and, asked to conclude, pulls an answer of the asked kind out of the best
-of them (a number, a year, the choice whose words overlap most, else the capitalised words the
-question does not contain). Like the slice reader it sees only its prompt.
+of them (a number, a year, else the capitalised words the question does not contain). A choice
+question is read by its options instead: the passage where an option stands among the most
+words of the question gives the letter. Like the slice reader it sees only its prompt.
 """
 
 from __future__ import annotations
@@ -88,9 +89,9 @@ def content_terms(question: str, n: int = 3) -> list[str]:
     words = sorted(dict.fromkeys(w for w in _WORD.findall(body) if w.lower() not in _STOP))
     words.sort(key=len, reverse=True)
     names = [t for t in search_terms(body) if t.lower() not in _STOP]
-    terms = [*names[:2], *(w for w in words if len(w) > 3)]
+    terms = list(dict.fromkeys([*names[:2], *(w for w in words if len(w) > 3)]))[:n]
     options = [max(own, key=len) for own in _option_words(question).values() if own]
-    return list(dict.fromkeys([*list(dict.fromkeys(terms))[:n], *options]))
+    return list(dict.fromkeys([*terms, *options]))
 
 
 def _best_sentences(question: str, text: str) -> list[str]:
