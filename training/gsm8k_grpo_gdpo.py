@@ -173,6 +173,24 @@ def prompts_for(rows: Sequence[Mapping[str, Any]], args: Mapping[str, Any]) -> l
 # ----------------------------------------------------------------------------- commands
 
 
+def _complete_and_score(
+    opts: argparse.Namespace, rows: list[dict[str, Any]], args: dict[str, Any], **sampling: Any
+) -> tuple[list[list[tuple[str, int]]], list[list[dict[str, float]]]]:
+    """The named model's completions of every row's prompt (greedy unless `sampling` says
+    otherwise), and the environment's scores of each."""
+    set_threads(opts.threads)
+    net, tok = load_model(opts.model, opts.device, opts.precision)
+    outputs = generate(
+        net,
+        tok,
+        prompts_for(rows, args),
+        max_new_tokens=opts.max_new_tokens,
+        batch_size=opts.batch_size,
+        **sampling,
+    )
+    return outputs, score_all(rows, outputs, args)
+
+
 def cmd_slice(opts: argparse.Namespace) -> dict[str, Any]:
     """Write the train and test slices, and the untrained model's pass@k on a train sample."""
     started = time.monotonic()
@@ -183,19 +201,9 @@ def cmd_slice(opts: argparse.Namespace) -> dict[str, Any]:
     write_jsonl(opts.out / "test.jsonl", test)
     sample = random.Random(opts.seed).sample(train, min(opts.sample, len(train)))
     args = env_args(opts.config)
-    set_threads(opts.threads)
-    net, tok = load_model(opts.model, opts.device, opts.precision)
-    outputs = generate(
-        net,
-        tok,
-        prompts_for(sample, args),
-        max_new_tokens=opts.max_new_tokens,
-        batch_size=opts.batch_size,
-        samples=opts.k,
-        temperature=opts.temperature,
-        seed=opts.seed,
+    _, scores = _complete_and_score(
+        opts, sample, args, samples=opts.k, temperature=opts.temperature, seed=opts.seed
     )
-    scores = score_all(sample, outputs, args)
     correct = [[s["correct_answer"] for s in q] for q in scores]
     result = {
         "rule": f"reference solution has at most {opts.max_calc_steps} <<...>> calculation steps",
@@ -221,16 +229,8 @@ def cmd_eval(opts: argparse.Namespace) -> dict[str, Any]:
     before = load_snapshot()
     rows = read_jsonl(opts.data)[: opts.n]
     args = env_args(opts.config)
-    set_threads(opts.threads)
-    net, tok = load_model(opts.model, opts.device, opts.precision)
-    outputs = generate(
-        net,
-        tok,
-        prompts_for(rows, args),
-        max_new_tokens=opts.max_new_tokens,
-        batch_size=opts.batch_size,
-    )
-    scores = [q[0] for q in score_all(rows, outputs, args)]
+    outputs, scored = _complete_and_score(opts, rows, args)
+    scores = [q[0] for q in scored]
     result = {
         "model": opts.model,
         "label": opts.label or opts.model,
