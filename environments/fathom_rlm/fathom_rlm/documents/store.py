@@ -94,33 +94,40 @@ def _private_folder(folder: Path) -> bool:
     )
 
 
+def _map_if_same(path: Path, data: bytes) -> mmap.mmap | None:
+    """A read-only map of `path` if the file holds exactly `data`; None if it is missing, empty
+    (an empty file cannot be mapped) or holds anything else."""
+    try:
+        with path.open("rb") as handle:
+            mapped = mmap.mmap(handle.fileno(), 0, prot=mmap.PROT_READ)
+    except (OSError, ValueError):
+        return None
+    with memoryview(mapped) as view:
+        same = view == data
+    if not same:
+        mapped.close()
+    return mapped if same else None
+
+
 def _map_text(folder: Path, key: str, data: bytes) -> mmap.mmap:
     """A read-only map of the file holding `data` in `folder`: the file another process wrote
     if its bytes are `data`, else one written now (a private temporary file renamed into place,
-    so a reader never sees half a file)."""
+    so a reader never sees half a file; a truncated or altered file is replaced)."""
     path = folder / key.replace(":", "-")
-    for attempt in range(2):
+    mapped = _map_if_same(path, data)
+    if mapped is None:
+        handle_fd, temporary = tempfile.mkstemp(dir=folder, prefix=".writing-")
         try:
-            with path.open("rb") as handle:
-                mapped = mmap.mmap(handle.fileno(), 0, prot=mmap.PROT_READ)
-        except (OSError, ValueError):  # missing, or empty (an empty file cannot be mapped)
-            mapped = None
-        if mapped is not None:
-            with memoryview(mapped) as view:
-                same = view == data
-            if same:
-                return mapped
-            mapped.close()  # truncated or altered: replaced below
-        if attempt == 0:
-            handle_fd, temporary = tempfile.mkstemp(dir=folder, prefix=".writing-")
-            try:
-                with os.fdopen(handle_fd, "wb") as out:
-                    out.write(data)
-                os.replace(temporary, path)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
-    raise OSError(f"{path} does not hold the text written to it")
+            with os.fdopen(handle_fd, "wb") as out:
+                out.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        mapped = _map_if_same(path, data)
+    if mapped is None:
+        raise OSError(f"{path} does not hold the text written to it")
+    return mapped
 
 
 class DocumentStore:
