@@ -495,6 +495,71 @@ NOT_RUN: dict[str, str] = {
         "--env.taskset.dataset-name PATH/TO/gsm8k/test.jsonl --sampling.max-tokens 256 "
         "--sampling.temperature 0 --no-push -o outputs/real-smollm2-v1-gsm8k"
     ): _LOCAL_MODEL,
+    (
+        ".venvs/trl/bin/python -m envtools.local_model --model smollm2-135m --port 8093 "
+        "--timeout 900"
+    ): _LOCAL_MODEL,
+    (
+        ".venvs/trl/bin/python -m envtools.local_model --model smollm2-135m --checkpoint "
+        "outputs/trained/smollm2-fathom-sft --port 8094 --timeout 900 --threads 1"
+    ): _LOCAL_MODEL,
+    (
+        "uv run python -m envtools.evaluate --model smollm2-135m --base-url "
+        "http://127.0.0.1:8093/v1 --max-tokens 256 --temperature 0 --concurrency 1 --timeout 1800 "
+        "--max-failed-share 1 --n 50 --doc-tokens 4000 --out outputs/real/base-4k"
+    ): _LOCAL_MODEL,
+    (
+        "uv run python -m envtools.evaluate --n 50 --doc-tokens 4000 --policies "
+        "fathom-reference,fathom-closed-book,fathom-grep-only --concurrency 1 "
+        "--out outputs/real/scripted-4k"
+    ): "a cell of the real-model table; tests/envtools/test_real_model_table.py runs it at --n 3",
+    (
+        "uv run vf-eval gsm8k-multireward -m smollm2-135m -b http://127.0.0.1:8093/v1 -k KEY_VAR "
+        """-n 50 -r 1 -t 256 -T 0 -s -a '{"dataset_name": "PATH/TO/gsm8k/test.jsonl"}'"""
+    ): _LOCAL_MODEL,
+    (
+        "uv run python benchmarks/real_model_table.py --fathom 4K=outputs/real/base-4k "
+        "4K=outputs/real/sft-4k 4K=outputs/real/scripted-4k 16K=outputs/real/base-16k "
+        '16K=outputs/real/scripted-16k "public-domain rows=outputs/real/base-user" '
+        '"public-domain rows=outputs/real/scripted-user" --gsm8k "GSM8K test, first '
+        '50=outputs/evals/gsm8k-multireward--smollm2-135m/ID/results.jsonl" '
+        "--out outputs/real/table"
+    ): "reads the real-model runs above; tests/envtools/test_real_model_table.py runs it on "
+    "small real runs",
+    (
+        "uv run python -m envtools.pool_eval --env fathom-rlm --base-url http://127.0.0.1:PORT/v1 "
+        "--model smollm2-135m --workers 2 --num-examples 3 --doc-tokens 4000 --max-tokens 256 "
+        "--temperature 0"
+    ): _LOCAL_MODEL,
+    (
+        "uv run python -m envtools.pool_eval --env gsm8k-multireward --data "
+        "PATH/TO/gsm8k/test.jsonl --base-url http://127.0.0.1:PORT/v1 --model smollm2-135m "
+        "--workers 2 --num-examples 3 --max-tokens 256 --temperature 0"
+    ): _LOCAL_MODEL,
+    (
+        "uv run python -m fathom_rlm.openenv.server.app --port 8101 --llm-base-url "
+        "http://127.0.0.1:PORT/v1 --llm-model smollm2-135m --doc-tokens 4000"
+    ): _LOCAL_MODEL,
+    (
+        "uv run python -m envtools.openenv_play --env fathom-rlm --server http://127.0.0.1:8101 "
+        "--model smollm2-135m --base-url http://127.0.0.1:PORT/v1 --episodes 4 --max-tokens 256 "
+        "--doc-tokens 4000 --out outputs/openenv-fathom.jsonl --check"
+    ): _LOCAL_MODEL,
+    (
+        "uv run python -m gsm8k_multireward.openenv.server.app --port 8102 --data "
+        "PATH/TO/gsm8k/test.jsonl"
+    ): _LOCAL_MODEL,
+    (
+        "uv run python -m envtools.openenv_play --env gsm8k-multireward --server "
+        "http://127.0.0.1:8102 --model smollm2-135m --base-url http://127.0.0.1:PORT/v1 "
+        "--episodes 4 --max-tokens 256 --out outputs/openenv-gsm8k.jsonl --check --data "
+        "PATH/TO/gsm8k/test.jsonl"
+    ): _LOCAL_MODEL,
+    (
+        "uv run python -m envtools.openenv_play --env fathom-rlm --server http://127.0.0.1:8000 "
+        "--model MODEL --base-url URL --episodes 4 --out OUT.jsonl"
+    ): "the general form of the OpenEnv play commands of docs/evaluation.md; "
+    "tests/fathom_rlm/adapters/test_fathom_openenv.py runs it against the server",
     "uv run python -m envtools.replay outputs/real-smollm2-fathom*/transcripts.jsonl": (
         _LOCAL_MODEL
     ),

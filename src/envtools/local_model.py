@@ -55,7 +55,7 @@ from typing import Any
 from fathom_rlm._vendor.openenv_guard.settings import is_loopback
 
 from envtools import cli
-from envtools.tool_calls import parse_reply, prepare_messages
+from envtools.tool_calls import PREAMBLES, parse_reply, prepare_messages
 
 HOST = "127.0.0.1"
 TOKEN_VAR = "LOCAL_MODEL_TOKEN"
@@ -177,6 +177,7 @@ class LocalModel:
         cache_dir: Path | None = None,
         threads: int | None = None,
         checkpoint: Path | None = None,
+        tool_prompt: str = "schemas",
     ):
         if name not in MODELS:
             raise ValueError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
@@ -184,6 +185,7 @@ class LocalModel:
         self.spec = MODELS[name]
         self.cache_dir = cache_dir or default_cache_dir(name)
         self.checkpoint = checkpoint
+        self.tool_prompt = tool_prompt  # how tools are described (envtools.tool_calls.PREAMBLES)
         self._lock = threading.Lock()
         try:
             import torch
@@ -219,7 +221,9 @@ class LocalModel:
         """The prompt's token ids (a 1 x n tensor): the request rewritten for a tool-less
         template (`envtools.tool_calls`), then the model's own chat template."""
         text = self.tokenizer.apply_chat_template(
-            prepare_messages(messages, tools), tokenize=False, add_generation_prompt=True
+            prepare_messages(messages, tools, self.tool_prompt),
+            tokenize=False,
+            add_generation_prompt=True,
         )
         return self.tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
 
@@ -493,6 +497,14 @@ def build_parser() -> cli.ArgumentParser:
     )
     parser.add_argument("--threads", type=cli.integer(1), default=None, help="torch threads")
     parser.add_argument(
+        "--tool-prompt",
+        choices=PREAMBLES,
+        default="schemas",
+        help="how the tools are described to the model: their JSON schemas and a generic call "
+        "block (the SFT warm start's rendering), or each tool's description and a call block "
+        "with its own argument names",
+    )
+    parser.add_argument(
         "--allow-unauthenticated",
         action="store_true",
         help="listen beyond loopback without a token (every client is trusted)",
@@ -519,7 +531,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.checkpoint is not None and not (args.checkpoint / "config.json").is_file():
             parser.reject("--checkpoint", "a transformers model directory", str(args.checkpoint))
-        model = LocalModel(args.model, args.cache_dir, args.threads, args.checkpoint)
+        model = LocalModel(
+            args.model, args.cache_dir, args.threads, args.checkpoint, args.tool_prompt
+        )
     except ModelUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -531,7 +545,9 @@ def main(argv: list[str] | None = None) -> int:
     server.daemon_threads = True
     host, port = server.server_address[:2]
     print(f"http://{host}:{port}/v1", flush=True)
-    print(f"serving {args.model}: {MODELS[args.model].description}", file=sys.stderr, flush=True)
+    weights = f"fine-tuned weights from {args.checkpoint}" if args.checkpoint else "base weights"
+    described = f"{MODELS[args.model].description}; {weights}"
+    print(f"serving {args.model}: {described}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -162,7 +162,7 @@ async def run_pool(args: argparse.Namespace) -> dict[str, Any]:
             return client.run(
                 client=client_config,
                 model=args.model,
-                sampling=SamplingConfig(),
+                sampling=SamplingConfig(max_tokens=args.max_tokens, temperature=args.temperature),
                 task_data=task.data.model_dump(mode="json"),
             )
 
@@ -213,6 +213,8 @@ def build_parser() -> cli.ArgumentParser:
         "--rollout-timeout", type=cli.number(0.001), default=DEFAULT_ROLLOUT_TIMEOUT_S
     )
     parser.add_argument("--doc-tokens", type=cli.integer(1), default=16_000, help="fathom-rlm only")
+    parser.add_argument("--max-tokens", type=cli.integer(1), default=None, help="per model call")
+    parser.add_argument("--temperature", type=cli.number(0.0), default=None)
     parser.add_argument("--data", type=Path, default=None, help="gsm8k-multireward JSONL")
     return parser
 

@@ -31,16 +31,35 @@ _BLOCK = re.compile(re.escape(OPEN) + r"(.*?)(?:" + re.escape(CLOSE) + r"|\Z)", 
 _NAME = re.compile(r'"name"\s*:\s*"([^"\\]{1,200})"')
 
 
-def tool_preamble(tools: list[dict[str, Any]]) -> str:
+PREAMBLES = ("schemas", "calls")
+"""How the preamble describes the tools: "schemas" lists each tool's JSON schema and one generic
+block; "calls" shows, for each tool, its description and a block with its own argument names
+(a 135M model fine-tuned on "schemas" copied the schema's own keys into its arguments)."""
+
+
+def tool_preamble(tools: list[dict[str, Any]], style: str = "schemas") -> str:
     """The text appended to the system message when tools are offered."""
+    if style not in PREAMBLES:
+        raise ValueError(f"style must be one of {PREAMBLES}, got {style!r}")
+    done = "Each result comes back in a message from the tool. Reply without a tool call when "
+    if style == "calls":
+        lines = ["You can call these tools, one block per call:"]
+        for tool in tools:
+            fn = _function(tool)
+            parameters = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {}
+            names = parameters.get("properties") or {}
+            example = {"name": fn.get("name"), "arguments": {name: "..." for name in names}}
+            lines += [f"- {fn.get('name')}: {fn.get('description', '')}".rstrip()]
+            lines += [f"{OPEN}{json.dumps(example, ensure_ascii=False)}{CLOSE}"]
+        lines += ['Put your own values in place of "...".', done + "you are done."]
+        return "\n".join(lines)
     schemas = "\n".join(json.dumps(_function(t), ensure_ascii=False) for t in tools)
     return (
         "You can call these tools (JSON schemas):\n"
         f"{schemas}\n"
         "To call a tool, write exactly one block per call:\n"
         f'{OPEN}{{"name": "TOOL_NAME", "arguments": {{"ARG": "VALUE"}}}}{CLOSE}\n'
-        "Each result comes back in a message from the tool. Reply without a tool call when "
-        "you are done."
+        f"{done}you are done."
     )
 
 
@@ -71,7 +90,7 @@ def render_call(call: dict[str, Any]) -> str:
 
 
 def prepare_messages(
-    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, style: str = "schemas"
 ) -> list[dict[str, str]]:
     """OpenAI chat messages as plain `{role, content}` text turns for a tool-less template."""
     out: list[dict[str, str]] = []
@@ -83,7 +102,7 @@ def prepare_messages(
             content = "\n".join([content, *(render_call(c) for c in calls)]).strip()
         out.append({"role": role, "content": content})
     if tools:
-        preamble = tool_preamble(tools)
+        preamble = tool_preamble(tools, style)
         if out and out[0]["role"] == "system":
             out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{preamble}".strip()}
         else:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from envtools.tool_calls import parse_reply, prepare_messages, render_call, tool_preamble
 
 REPL = {
@@ -102,3 +104,19 @@ def test_without_a_system_message_the_preamble_is_one_and_without_tools_nothing_
     prepared = prepare_messages(messages, [REPL])
     assert prepared[0]["role"] == "system" and prepared[1] == {"role": "user", "content": "hi"}
     assert prepare_messages(messages, None) == [{"role": "user", "content": "hi"}]
+
+
+def test_the_calls_preamble_shows_each_tools_own_call_and_no_schema_keys() -> None:
+    preamble = tool_preamble([REPL], "calls")
+    example = preamble.splitlines()[2]
+    # The example block parses back as a call of the tool with its own argument names.
+    _, calls = parse_reply(example)
+    assert calls[0]["function"]["name"] == "repl"
+    assert json.loads(calls[0]["function"]["arguments"]) == {"code": "..."}
+    # No JSON-schema keys for a model to copy into its arguments, nor generic placeholders.
+    for word in ('"type"', "properties", "TOOL_NAME", '"ARG"'):
+        assert word not in preamble
+    system = prepare_messages([{"role": "system", "content": "S"}], [REPL], "calls")[0]
+    assert system["content"] == "S\n\n" + preamble
+    with pytest.raises(ValueError, match="style"):
+        tool_preamble([REPL], "prose")

@@ -7,6 +7,7 @@ Each answer gets the rewards the core computes for the same reply; bad actions g
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,32 @@ async def _bad_actions(url: str) -> list[dict[str, Any]]:
         with pytest.raises(RuntimeError, match="the episode is over"):
             await env.step({"message": "\\boxed{29}"})
         return [refused.observation]
+
+
+def test_a_model_played_episode_scores_as_the_core(
+    server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`envtools.openenv_play` with a model endpoint (scripted: its exact and its verbose
+    replies): each reply's server scores are what the core grades for it (`--check`)."""
+    from envtools.openenv_play import main as play_main
+    from envtools.policies.gsm8k import POLICIES
+    from envtools.policy_server import policy_server_in_thread
+
+    monkeypatch.setenv("GSM8K_POLICY_DATA", str(FIXTURE))
+    for style in ("gsm8k-gold", "gsm8k-verbose"):
+        out = tmp_path / f"{style}.jsonl"
+        with policy_server_in_thread(policies={style: POLICIES[style]}) as url:
+            code = play_main(
+                [
+                    *("--env", "gsm8k-multireward", "--server", server.url),
+                    *("--model", style, "--base-url", url, "--episodes", "3"),
+                    *("--out", str(out), "--check", "--data", str(FIXTURE)),
+                    *("--length-reward-weight", str(WEIGHT)),
+                ]
+            )
+        assert code == 0
+        rewards = [json.loads(line)["reward"] for line in out.read_text().splitlines()]
+        assert len(rewards) == 3 and all(r > 0 for r in rewards)
 
 
 def test_bad_actions_get_clear_errors(server: Any) -> None:

@@ -172,6 +172,39 @@ def test_scripted_episode_matches_in_process_loop(
     )
 
 
+def test_a_model_played_episode_ends_and_scores_as_the_in_process_loop(
+    server: Any, kit: Any, eval_rows: list[TaskRecord], tmp_path: Any
+) -> None:
+    """`envtools.openenv_play`, the client a model plays through, against a model endpoint that
+    errs as real models do: malformed calls (bad JSON, an unknown tool, wrong types, a bad slice),
+    empty turns and replies cut at the token cap. Every episode ends as the in-process loop ends
+    the same replies (a cut one as "truncated") with the same scores (`--check` replays each)."""
+    from envtools.faults import FaultPlan
+    from envtools.mistakes import tool_error_kind
+    from envtools.openenv_play import main as play_main
+    from envtools.policy_server import policy_server_in_thread
+
+    out = tmp_path / "episodes.jsonl"
+    plan = FaultPlan(malformed=0.5, empty=0.1, cut=0.2, seed=4)  # every malformed kind
+    with policy_server_in_thread(faults=plan) as url:
+        code = play_main(
+            [
+                *("--env", "fathom-rlm", "--server", server.url),
+                *("--model", "fathom-grep-only", "--base-url", url),
+                *("--episodes", str(len(eval_rows)), "--out", str(out), "--check"),
+                *("--doc-tokens", str(kit.doc_tokens), "--num-examples", str(len(eval_rows))),
+            ]
+        )
+    assert code == 0
+    episodes = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(episodes) == len(eval_rows)
+    ended = {e["ended_by"] for e in episodes}
+    outputs = [m["content"] for e in episodes for m in e["messages"] if m["role"] == "tool"]
+    kinds = {tool_error_kind(o) for o in outputs} - {None}
+    assert {"truncated", "answer"} <= ended  # a cut reply went as an answer with finish_reason
+    assert {"call_not_json", "unknown_tool", "bad_arguments", "bad_slice"} <= kinds, outputs
+
+
 async def _bad_actions(url: str) -> list[Any]:
     # Raw dictionaries, as any client may send them: what is tested is the server's own checks.
     seen: list[Any] = []

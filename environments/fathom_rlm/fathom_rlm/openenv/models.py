@@ -29,6 +29,13 @@ class FathomAction(Action):
         max_length=MAX_TEXT_CHARS,
         description='llm: "start:end" of the document or a variable',
     )
+    arguments: str | None = Field(
+        None,
+        max_length=MAX_TEXT_CHARS,
+        description="repl/llm: the call's arguments exactly as the model wrote them (JSON text), "
+        "instead of code/prompt/slice; parsed as the in-process loop parses them, so a malformed "
+        "call gets the same error",
+    )
     message: str | None = Field(
         None,
         max_length=MAX_TEXT_CHARS,
@@ -37,6 +44,12 @@ class FathomAction(Action):
     call_index: int = Field(0, ge=0, description="position of this call in the model's reply")
     usage: dict[str, int] | None = Field(
         None, description="the reply's reported usage {prompt_tokens, completion_tokens}"
+    )
+    finish_reason: str | None = Field(
+        None,
+        max_length=32,
+        description="answer: the reply's finish_reason; 'length' (cut at the token cap) ends the "
+        "episode as 'truncated', with no answer, whatever the reply holds",
     )
 
 
@@ -49,7 +62,7 @@ class FathomObservation(Observation):
     error: str | None = Field(None, description="set when the action was refused or failed")
     rewards: dict[str, float] = Field(default_factory=dict, description="done: components")
     metrics: dict[str, float] = Field(default_factory=dict, description="done: metrics")
-    ended_by: str | None = Field(None, description="done: 'answer' or 'max_turns'")
+    ended_by: str | None = Field(None, description="done: 'answer', 'truncated' or 'max_turns'")
 
 
 class FathomState(State):

@@ -153,7 +153,7 @@ class View:
                 fn = c.get("function") or {}
                 try:
                     args = json.loads(fn.get("arguments") or "{}")
-                except ValueError:
+                except (ValueError, RecursionError):  # e.g. a malformed call, 50,000 deep
                     args = {}
                 if isinstance(args, dict):
                     calls.append(_Call(fn.get("name") or "", args, outputs.get(c.get("id"), "")))

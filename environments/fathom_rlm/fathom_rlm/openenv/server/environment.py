@@ -21,7 +21,9 @@ for sessions that presented a valid token.
 Token accounting: send the usage your endpoint reported for the model call that produced the
 action (`usage`, on the first call of a reply: `call_index == 0`) and root tokens are counted
 exactly as in the in-process loop; without it they are estimated (characters / 4) from what the
-environment saw.
+environment saw. A reply the endpoint cut at its token cap (`finish_reason` "length") is sent as
+an `answer` with that `finish_reason`, whatever it holds: the episode ends as "truncated" with no
+answer, as the in-process loop ends it (a cut tool call may be cut mid-JSON).
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutTools
 from fathom_rlm.agent.chat import message_chars
 from fathom_rlm.agent.loop import initial_messages
 from fathom_rlm.agent.schemas import ToolError
+from fathom_rlm.agent.turns import CUT_FINISH_REASON, TRUNCATED
 from fathom_rlm.documents.tasks.record import TaskRecord
-from fathom_rlm.openenv.models import TOOLS, FathomAction, FathomObservation, FathomState
+from fathom_rlm.openenv.models import FathomAction, FathomObservation, FathomState
 from fathom_rlm.rewards import COMPONENT_NAMES, METRIC_NAMES, REWARD_NAME
 from fathom_rlm.serving import open_serving_scope
 from fathom_rlm.userdata.grading import task_question
@@ -149,14 +152,16 @@ class FathomEnvironment(LoopEnvironment[FathomAction, FathomObservation, FathomS
             self._state.turns = tools.record.turns
         self._transcript.append(_as_message(action))
         if action.tool == "answer":
+            if action.finish_reason == CUT_FINISH_REASON:  # as the in-process loop ends it
+                return await self._finish(None, TRUNCATED)
             if action.message is None:
                 return _refused("answer needs `message`: the model's final reply.")
             return await self._finish(action.message, "answer")
-        if action.tool not in TOOLS:
-            output = f"Error: unknown tool {action.tool[:40]!r}; the tools are repl and llm."
-        else:
-            arguments = _arguments(action)
-            output = await tools.call(action.tool, arguments, index_in_turn=action.call_index)
+        if action.arguments is not None and _fields(action):
+            return _refused("send a call's arguments as `arguments` or as its fields, not both.")
+        # An unknown tool goes to the core too, which answers and counts it as the loop does.
+        name = action.tool or None
+        output = await tools.call(name, _arguments(action), index_in_turn=action.call_index)
         self._transcript.append({"role": "tool", "tool_call_id": "", "content": output})
         self._state.sub_calls = len(tools.record.sub_calls)
         error = output if output.startswith("Error:") else None
@@ -253,13 +258,19 @@ def _reported(usage: dict[str, Any], name: str, estimate: int) -> int:
     return estimate
 
 
-def _arguments(action: FathomAction) -> dict[str, Any]:
-    """The tool call's arguments as the core parses them; unset fields are left out, so the
-    core names what is missing, and fields of another tool are refused as unexpected."""
+def _fields(action: FathomAction) -> dict[str, Any]:
+    """The call's arguments sent as fields; unset fields are left out, so the core names what
+    is missing, and fields of another tool are refused as unexpected."""
     fields = {"code": action.code, "prompt": action.prompt, "slice": action.slice}
     if action.message is not None:
         fields["message"] = action.message
     return {name: value for name, value in fields.items() if value is not None}
+
+
+def _arguments(action: FathomAction) -> dict[str, Any] | str:
+    """The tool call's arguments as the core parses them: the model's own text when sent as
+    `arguments` (so a malformed call gets the loop's own error), else the fields."""
+    return action.arguments if action.arguments is not None else _fields(action)
 
 
 def _as_message(action: FathomAction) -> Message:

@@ -1,0 +1,143 @@
+"""What a model did wrong in a rollout, by kind, read from its saved transcript.
+
+The real-model table (benchmarks/real_model_table.py) counts these over `envtools.evaluate`'s
+transcripts.jsonl (fathom-rlm) and legacy `vf-eval`'s results.jsonl (gsm8k-multireward). Every
+kind is read off what the rollout recorded, so a count is reproducible from the saved files:
+
+* from the model's replies (root and sub-calls, in call order): a reply cut at the token cap
+  (`finish_reason` "length"), runaway repetition (a cut reply that mostly repeats itself), an
+  empty turn (no text and no call), and, for the rollout's last root reply, an answer outside the
+  `<answer>` tags (or, for gsm8k-multireward, outside `\\boxed{}`);
+* from the tool results the root saw: every call the environment refused or that failed, by the
+  kind its "Error:" message names (a call that is not JSON, an unknown tool, bad arguments, a bad
+  slice or variable, code that raised, code that ran out of time, a spent budget).
+
+A rollout that never called a tool is one more kind. Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from envtools.tool_calls import text_of
+
+CUT = "length"
+"""The OpenAI `finish_reason` of a reply cut at `max_tokens`."""
+
+# Tool errors by the words of the environment's own messages (fathom_rlm.agent.schemas and
+# tools); the first rule that matches names the kind. Order matters: a bad slice's message
+# also says "slice", which only the slice rule should claim.
+_TOOL_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern))
+    for kind, pattern in (
+        ("call_not_json", r"not valid JSON|must be a JSON object|nested more than"),
+        ("unknown_tool", r"^unknown tool"),
+        ("bad_slice", r'^slice "|^the slice is|REPL variable|not a str\b'),
+        (
+            "bad_arguments",
+            r"is missing |unexpected arguments|must be a string|argument \w+ is empty"
+            r"|not valid text|could not be read|are too long|^code is |^prompt is "
+            r"|takes two str arguments",
+        ),
+        ("over_budget", r"budget is used up|tool calls per reply|not available at this depth"),
+        ("code_timed_out", r"timed out|TimeoutError|CPULimitError"),
+        ("code_raised", r"^\w*(Error|Exception)\b"),
+    )
+)
+
+REPLY_KINDS = ("no_tool_call", "answer_outside_tags", "cut_at_token_cap", "runaway_repetition")
+TOOL_KINDS = (*(kind for kind, _ in _TOOL_ERRORS), "other_tool_error")
+KINDS = (*REPLY_KINDS, "empty_turn", *TOOL_KINDS)
+"""Every kind a fathom-rlm rollout is counted under, in table order."""
+
+GSM8K_KINDS = ("no_boxed_answer", "cut_at_token_cap", "runaway_repetition", "empty_turn")
+
+_ANSWER = re.compile(r"<answer>.*?</answer>", re.DOTALL)
+_BOXED = re.compile(r"\\boxed\s*\{")
+
+
+def tool_error_kind(output: str) -> str | None:
+    """The kind of a tool result that is an error ("Error: ..."), None for a normal result."""
+    if not output.startswith("Error:"):
+        return None
+    message = output[len("Error:") :].strip()
+    for kind, pattern in _TOOL_ERRORS:
+        if pattern.search(message):
+            return kind
+    return "other_tool_error"
+
+
+def repeats_itself(text: str, *, min_words: int = 24, max_distinct: float = 0.5) -> bool:
+    """True for a loop such as "The answer is: The answer is: ...", not a long reply that merely
+    reuses a few words: at most `max_distinct` of the text's word trigrams are distinct, or a text
+    of 200+ characters compresses to an eighth of its size or less (a loop without spaces, such as
+    "<answer><answer>...")."""
+    data = text.encode("utf-8", "replace")
+    if len(data) >= 200 and len(zlib.compress(data)) <= len(data) / 8:
+        return True
+    words = text.split()
+    if len(words) < min_words:
+        return False
+    trigrams = list(zip(words, words[1:], words[2:], strict=False))
+    return len(set(trigrams)) <= max_distinct * len(trigrams)
+
+
+def _reply_kinds(reply: Mapping[str, Any]) -> list[str]:
+    message = reply.get("message") or {}
+    text = text_of(message.get("content"))
+    kinds = []
+    if reply.get("finish_reason") == CUT:
+        kinds.append("cut_at_token_cap")
+        calls = message.get("tool_calls") or []
+        written = [text, *(str((c.get("function") or {}).get("arguments", "")) for c in calls)]
+        if repeats_itself("\n".join(written)):  # a loop inside a call's code counts too
+            kinds.append("runaway_repetition")
+    if not text.strip() and not message.get("tool_calls"):
+        kinds.append("empty_turn")
+    return kinds
+
+
+def fathom_mistakes(line: Mapping[str, Any]) -> Counter[str]:
+    """Counts by kind for one line of `envtools.evaluate`'s transcripts.jsonl."""
+    counts: Counter[str] = Counter()
+    for reply in line.get("replies") or []:
+        counts.update(_reply_kinds(reply))
+    messages = line.get("messages") or []
+    root_replies = [m for m in messages if m.get("role") == "assistant"]
+    if not any(m.get("tool_calls") for m in root_replies):
+        counts["no_tool_call"] += 1
+    final = text_of(root_replies[-1].get("content")) if root_replies else ""
+    if line.get("ended_by") == "answer" and not _ANSWER.search(final):
+        counts["answer_outside_tags"] += 1
+    for message in messages:
+        if message.get("role") == "tool":
+            kind = tool_error_kind(text_of(message.get("content")))
+            if kind:
+                counts[kind] += 1
+    return counts
+
+
+def gsm8k_mistakes(completion: str, *, truncated: bool) -> Counter[str]:
+    """Counts by kind for one gsm8k-multireward completion (its text and whether it was cut)."""
+    counts: Counter[str] = Counter()
+    if truncated:
+        counts["cut_at_token_cap"] += 1
+        if repeats_itself(completion):
+            counts["runaway_repetition"] += 1
+    if not completion.strip():
+        counts["empty_turn"] += 1
+    elif not _BOXED.search(completion):
+        counts["no_boxed_answer"] += 1
+    return counts
+
+
+def total(counts: Iterable[Counter[str]]) -> Counter[str]:
+    """The sum of per-rollout counts."""
+    out: Counter[str] = Counter()
+    for count in counts:
+        out.update(count)
+    return out
