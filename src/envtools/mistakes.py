@@ -9,8 +9,9 @@ kind is read off what the rollout recorded, so a count is reproducible from the 
   empty turn (no text and no call), and, for the rollout's last root reply, an answer outside the
   `<answer>` tags (or, for gsm8k-multireward, outside `\\boxed{}`);
 * from the tool results the root saw: every call the environment refused or that failed, by the
-  kind its "Error:" message names (a call that is not JSON, an unknown tool, bad arguments, a bad
-  slice or variable, code that raised, code that ran out of time, a spent budget).
+  kind its "Error:" message names (a call that is not JSON, an unknown tool, a bad slice or
+  variable, the tool's JSON-schema keys sent as arguments, other bad arguments, code that raised,
+  code that ran out of time, a spent budget).
 
 A rollout that never called a tool is one more kind. Standard library only.
 """
@@ -37,6 +38,12 @@ _TOOL_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("call_not_json", r"not valid JSON|must be a JSON object|nested more than"),
         ("unknown_tool", r"^unknown tool"),
         ("bad_slice", r'^slice "|^the slice is|REPL variable|not a str\b'),
+        # A JSON schema's own keys sent as the call's arguments (a copy of the tool's schema).
+        (
+            "schema_as_arguments",
+            r"unexpected arguments .*"
+            r"\b(type|description|required|additionalProperties|properties)\b",
+        ),
         (
             "bad_arguments",
             r"is missing |unexpected arguments|must be a string|argument \w+ is empty"

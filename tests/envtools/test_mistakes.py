@@ -67,10 +67,13 @@ def test_gsm8k_real_completions() -> None:
 
 
 def test_the_warm_started_models_real_mistakes() -> None:
-    counts = mistakes.fathom_mistakes(load("fathom-sft-bad-json-then-schema-keys-max-turns.json"))
-    assert counts == Counter(call_not_json=1, bad_arguments=11)  # 12 turns, none ran
-    counts = mistakes.fathom_mistakes(load("fathom-sft-runaway-inside-answer-tags-truncated.json"))
-    assert counts == Counter(cut_at_token_cap=1, runaway_repetition=1)  # "<answer><answer>..."
+    line = load("fathom-sft-bad-json-then-made-up-arguments-max-turns.json")
+    # 12 turns, none ran: one call not JSON, then 11 with made-up arguments ("output_type")
+    assert mistakes.fathom_mistakes(line) == Counter(call_not_json=1, bad_arguments=11)
+    line = load("fathom-sft-schema-keys-as-arguments-max-turns.json")
+    assert mistakes.fathom_mistakes(line) == Counter(schema_as_arguments=24)
+    line = load("fathom-sft-runaway-inside-answer-tags-truncated.json")  # "<answer><answer>..."
+    assert mistakes.fathom_mistakes(line) == Counter(cut_at_token_cap=1, runaway_repetition=1)
     # It answered in tags (the format gate passes) with the prompt's own example range.
     assert mistakes.fathom_mistakes(load("fathom-sft-copies-the-prompts-example-slice.json")) == {}
 
@@ -92,6 +95,8 @@ CALLS = [
     ("repl", '{"code": 42}', "bad_arguments"),
     ("repl", "{}", "bad_arguments"),
     ("repl", '{"code": "x", "name": "repl"}', "bad_arguments"),
+    ("repl", '{"code": "x", "type": "object", "required": ["code"]}', "schema_as_arguments"),
+    ("repl", '{"code": "x", "output_type": "str"}', "bad_arguments"),
     ("llm", '{"prompt": "?", "slice": "9:1"}', "bad_slice"),
     ("llm", '{"prompt": "?", "slice": "nothing_here"}', "bad_slice"),
     ("repl", '{"code": "x = ("}', "code_raised"),
