@@ -522,8 +522,24 @@ NOT_RUN: dict[str, str] = {
         "4K=outputs/real/sft-4k 4K=outputs/real/scripted-4k 16K=outputs/real/base-16k "
         '16K=outputs/real/scripted-16k "public-domain rows=outputs/real/base-user" '
         '"public-domain rows=outputs/real/scripted-user" --gsm8k "GSM8K test, first '
-        '50=outputs/evals/gsm8k-multireward--smollm2-135m/ID/results.jsonl" '
+        "50=environments/gsm8k_multireward/outputs/evals/gsm8k-multireward--smollm2-135m/ID/"
+        'results.jsonl" '
         "--out outputs/real/table"
+    ): "reads the real-model runs above; tests/envtools/test_real_model_table.py runs it on "
+    "small real runs",
+    (
+        ".venvs/trl/bin/python -m envtools.local_model --model smollm2-135m --port 8095 "
+        "--timeout 900 --threads 1 --tool-prompt calls"
+    ): _LOCAL_MODEL,
+    (
+        ".venvs/trl/bin/python -m envtools.local_model --model smollm2-135m --checkpoint "
+        "outputs/trained/smollm2-fathom-sft --port 8096 --timeout 900 --threads 1 "
+        "--tool-prompt calls"
+    ): _LOCAL_MODEL,
+    (
+        "uv run python benchmarks/real_model_table.py --fathom 4K=outputs/real/base-4k "
+        '4K=outputs/real/sft-4k "4K, calls preamble=outputs/real/base-4k-calls" '
+        '"4K, calls preamble=outputs/real/sft-4k-calls" --out outputs/real/preamble'
     ): "reads the real-model runs above; tests/envtools/test_real_model_table.py runs it on "
     "small real runs",
     (
