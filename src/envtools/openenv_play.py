@@ -45,7 +45,10 @@ def action_tool(name: Any) -> str:
 
 
 def raw_arguments(arguments: Any) -> str:
-    """A call's arguments as text, as the model wrote them (JSON text for a decoded object)."""
+    """A call's arguments as text, as the model wrote them (JSON text for a decoded object; none
+    is empty text, which the core reads as no arguments, as it reads None)."""
+    if arguments is None:
+        return ""
     if isinstance(arguments, str):
         return arguments
     try:
