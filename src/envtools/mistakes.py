@@ -96,14 +96,14 @@ def repeats_itself(text: str, *, min_words: int = 24, max_distinct: float = 0.5)
 def _reply_kinds(reply: Mapping[str, Any]) -> list[str]:
     message = reply.get("message") or {}
     text = text_of(message.get("content"))
+    calls = message.get("tool_calls") or []
     kinds = []
     if reply.get("finish_reason") == CUT:
         kinds.append("cut_at_token_cap")
-        calls = message.get("tool_calls") or []
         written = [text, *(str((c.get("function") or {}).get("arguments", "")) for c in calls)]
         if repeats_itself("\n".join(written)):  # a loop inside a call's code counts too
             kinds.append("runaway_repetition")
-    if not text.strip() and not message.get("tool_calls"):
+    if not text.strip() and not calls:
         kinds.append("empty_turn")
     return kinds
 

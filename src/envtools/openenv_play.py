@@ -31,6 +31,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -90,11 +91,13 @@ async def _ask(client: Any, args: argparse.Namespace, messages: list, tools: Any
     }
 
 
-async def play_fathom(client: Any, args: argparse.Namespace, task_index: int) -> dict[str, Any]:
+async def play_fathom(
+    client: Any, args: argparse.Namespace, task_index: int, token: str | None
+) -> dict[str, Any]:
+    from fathom_rlm.agent.turns import CUT_FINISH_REASON
     from fathom_rlm.openenv import FathomAction, FathomEnvClient
 
     replies: list[dict[str, Any]] = []
-    token = os.environ.get(args.token_var) if args.token_var else None
     async with FathomEnvClient(args.server, token=token, message_timeout_s=args.timeout) as env:
         result = await env.reset(task_index=task_index)
         messages = list(result.observation.messages)
@@ -106,7 +109,7 @@ async def play_fathom(client: Any, args: argparse.Namespace, task_index: int) ->
             message = reply["message"]
             messages.append(message)
             calls = message.get("tool_calls") or []
-            if reply["finish_reason"] == "length" or not calls:
+            if reply["finish_reason"] == CUT_FINISH_REASON or not calls:
                 answer = FathomAction(
                     tool="answer",
                     message=message.get("content") or "",
@@ -139,10 +142,11 @@ async def play_fathom(client: Any, args: argparse.Namespace, task_index: int) ->
     }
 
 
-async def play_gsm8k(client: Any, args: argparse.Namespace, task_index: int) -> dict[str, Any]:
+async def play_gsm8k(
+    client: Any, args: argparse.Namespace, task_index: int, token: str | None
+) -> dict[str, Any]:
     from gsm8k_multireward.openenv import Gsm8kAction, Gsm8kEnvClient
 
-    token = os.environ.get(args.token_var) if args.token_var else None
     async with Gsm8kEnvClient(args.server, token=token, message_timeout_s=args.timeout) as env:
         first = await env.reset(task_index=task_index)
         messages = list(first.observation.messages)
@@ -170,12 +174,13 @@ async def play(args: argparse.Namespace) -> list[dict[str, Any]]:
         max_retries=0,
     )
     game = play_fathom if args.env == "fathom-rlm" else play_gsm8k
+    token = os.environ.get(args.token_var) if args.token_var else None
     episodes = []
     async with client:
         for task_index in range(args.first, args.first + args.episodes):
             started = time.perf_counter()
             try:
-                episode = await game(client, args, task_index)
+                episode = await game(client, args, task_index, token)
             except Exception as exc:  # an endpoint or server failure stays with its episode
                 episode = {"task": task_index, "error": f"{type(exc).__name__}: {exc}"}
             episode["wall_s"] = round(time.perf_counter() - started, 1)
@@ -187,15 +192,14 @@ def check(args: argparse.Namespace, episodes: list[dict[str, Any]]) -> list[str]
     """Every episode's server scores against what the core computes from its saved replies."""
     from envtools.replay import mismatches
 
-    problems = [f"task {e['task']}: {e['error']}" for e in episodes if "error" in e]
+    problems: list[str] = []
     done = [e for e in episodes if "error" not in e]
     if args.env == "gsm8k-multireward":
         from gsm8k_multireward import GSM8KConfig, MathGrader, load_examples, score_completion
 
         weight = args.length_reward_weight
-        config = GSM8KConfig(dataset_name=str(args.data))
-        if weight is not None:
-            config = GSM8KConfig(dataset_name=str(args.data), length_reward_weight=weight)
+        given = {} if weight is None else {"length_reward_weight": weight}
+        config = GSM8KConfig(dataset_name=str(args.data), **given)
         rows = load_examples(config)
         with MathGrader(max_workers=1, timeout=5.0) as grader:
             for e in done:
@@ -261,12 +265,11 @@ def main(argv: list[str] | None = None) -> int:
     episodes = asyncio.run(play(args))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("".join(json.dumps(e) + "\n" for e in episodes))
+    failures = [f"task {e['task']}: {e['error']}" for e in episodes if "error" in e]
     problems = check(args, episodes) if args.check else []
-    for problem in problems:
+    for problem in failures + problems:  # a failed episode is named whether or not checked
         print(problem, file=sys.stderr)
-    ended: dict[str, int] = {}
-    for e in episodes:
-        ended[e.get("ended_by") or "error"] = ended.get(e.get("ended_by") or "error", 0) + 1
+    ended = Counter(e.get("ended_by") or "error" for e in episodes)
     rewards = [e["reward"] for e in episodes if "error" not in e]
     summary = {
         "episodes": len(episodes),
@@ -277,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         "mismatches": len(problems),
     }
     print(json.dumps(summary))
-    return 1 if problems or summary["failed"] else 0
+    return 1 if problems or failures else 0
 
 
 if __name__ == "__main__":

@@ -41,7 +41,10 @@ def tool_preamble(tools: list[dict[str, Any]], style: str = "schemas") -> str:
     """The text appended to the system message when tools are offered."""
     if style not in PREAMBLES:
         raise ValueError(f"style must be one of {PREAMBLES}, got {style!r}")
-    done = "Each result comes back in a message from the tool. Reply without a tool call when "
+    done = (
+        "Each result comes back in a message from the tool. Reply without a tool call when "
+        "you are done."
+    )
     if style == "calls":
         lines = ["You can call these tools, one block per call:"]
         for tool in tools:
@@ -51,7 +54,7 @@ def tool_preamble(tools: list[dict[str, Any]], style: str = "schemas") -> str:
             example = {"name": fn.get("name"), "arguments": {name: "..." for name in names}}
             lines += [f"- {fn.get('name')}: {fn.get('description', '')}".rstrip()]
             lines += [f"{OPEN}{json.dumps(example, ensure_ascii=False)}{CLOSE}"]
-        lines += ['Put your own values in place of "...".', done + "you are done."]
+        lines += ['Put your own values in place of "...".', done]
         return "\n".join(lines)
     schemas = "\n".join(json.dumps(_function(t), ensure_ascii=False) for t in tools)
     return (
@@ -59,7 +62,7 @@ def tool_preamble(tools: list[dict[str, Any]], style: str = "schemas") -> str:
         f"{schemas}\n"
         "To call a tool, write exactly one block per call:\n"
         f'{OPEN}{{"name": "TOOL_NAME", "arguments": {{"ARG": "VALUE"}}}}{CLOSE}\n'
-        f"{done}you are done."
+        f"{done}"
     )
 
 

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from fathom_rlm.agent.chat import chars_to_tokens, message_chars, schema_chars
 from fathom_rlm.agent.turns import normalize_assistant
 from fathom_rlm.openenv import FathomAction, FathomEnvClient, FathomObservation, FathomState
 from fathom_rlm.rewards import COMPONENT_NAMES, METRIC_NAMES, REWARD_NAME
 from fathom_rlm.userdata import task_question
 from openenv.core.generic_client import GenericEnvClient
 
+from envtools.openenv_play import estimated_usage
 from envtools.policies.fathom.overlap_reader import reading_any_text
 from envtools.policies.registry import get_policy
 
@@ -70,11 +70,7 @@ def sandbox_dirs(server: Any) -> list[str]:
 def _reported_usage(request: list[dict], tools: list[dict], message: dict) -> dict[str, int]:
     """What a real endpoint reports as usage; the scripted policy reports none, so this is the
     in-process loop's own estimate of the same call (characters / 4), sent with the action."""
-    prompt = schema_chars(tools) + sum(message_chars(m) for m in request)
-    return {
-        "prompt_tokens": chars_to_tokens(prompt),
-        "completion_tokens": chars_to_tokens(message_chars(message)),
-    }
+    return estimated_usage(request, tools, message)
 
 
 async def play(
