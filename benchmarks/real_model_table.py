@@ -77,6 +77,7 @@ def fathom_rows(label: str, folder: Path) -> list[dict[str, Any]]:
                 "rollouts": len(pairs),
                 "errors": len(pairs) - len(done),
                 **{k: _estimate(v) for k, v in score.items()},
+                "first_reply_calls": sum(_first_reply_calls(t) for _, t in pairs),
                 "tool_calls": statistics.fmean(r["scores"]["tool_calls"] for r, _ in done),
                 "turns": statistics.fmean(r["summary"]["turns"] for r, _ in done),
                 "sub_calls": statistics.fmean(r["summary"]["llm_calls"] for r, _ in done),
@@ -93,6 +94,12 @@ def fathom_rows(label: str, folder: Path) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _first_reply_calls(transcript: dict[str, Any]) -> bool:
+    """Whether the rollout's first reply holds a tool call (whole, or cut off by the cap)."""
+    replies = [m for m in transcript["messages"] if m.get("role") == "assistant"]
+    return bool(replies and replies[0].get("tool_calls"))
 
 
 def gsm8k_row(label: str, path: Path) -> tuple[dict[str, Any], list[str]]:
@@ -132,15 +139,17 @@ def _cell(estimate: dict[str, Any], digits: int = 2) -> str:
 
 def markdown(fathom: list[dict[str, Any]], gsm8k: list[dict[str, Any]]) -> str:
     lines = [
-        "| cell | policy | rollouts | format gate | tool calls | turns | sub-calls "
-        "| touched doc | correctness | reward | tokens | wall s mean (median) | ended by |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| cell | policy | rollouts | format gate | first reply calls | tool calls | turns "
+        "| sub-calls | touched doc | correctness | reward | tokens | wall s mean (median) "
+        "| ended by |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in fathom:
         ended = ", ".join(f"{k} {v}" for k, v in sorted(r["ended_by"].items()))
         lines.append(
             f"| {r['cell']} | {r['policy']} | {r['rollouts']} | {_cell(r['format_gate'])} "
-            f"| {r['tool_calls']:.2f} | {r['turns']:.2f} | {r['sub_calls']:.2f} "
+            f"| {r['first_reply_calls']} | {r['tool_calls']:.2f} | {r['turns']:.2f} "
+            f"| {r['sub_calls']:.2f} "
             f"| {r['touched_document']:.2f} | {_cell(r['correctness'])} | {_cell(r['reward'])} "
             f"| {r['tokens']:,.0f} | {r['wall_s']:.1f} ({r['wall_s_median']:.1f}) | {ended} |"
         )

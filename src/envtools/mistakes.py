@@ -5,15 +5,16 @@ transcripts.jsonl (fathom-rlm) and legacy `vf-eval`'s results.jsonl (gsm8k-multi
 kind is read off what the rollout recorded, so a count is reproducible from the saved files:
 
 * from the model's replies (root and sub-calls, in call order): a reply cut at the token cap
-  (`finish_reason` "length"), runaway repetition (a cut reply that mostly repeats itself), an
-  empty turn (no text and no call), and, for the rollout's last root reply, an answer outside the
-  `<answer>` tags (or, for gsm8k-multireward, outside `\\boxed{}`);
-* from the tool results the root saw: every call the environment refused or that failed, by the
+  (`finish_reason` "length"), cut inside a tool call, runaway repetition (a cut reply that
+  mostly repeats itself), an empty turn (no text and no call), and, for the rollout's last root
+  reply, an answer outside the `<answer>` tags (or, for gsm8k-multireward, outside `\\boxed{}`);
+* from the tool results the root saw: a cell that printed nothing, and every call the
+  environment refused or that failed, by the
   kind its "Error:" message names (a call that is not JSON, an unknown tool, a bad slice or
   variable, the tool's JSON-schema keys sent as arguments, other bad arguments, code that raised,
   code that ran out of time, a spent budget).
 
-A rollout that never called a tool is one more kind. Standard library only.
+A rollout that never called a tool is one more kind.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from envtools.tool_calls import text_of
+from fathom_rlm.agent.tools import NO_OUTPUT
+from fathom_rlm.agent.turns import CUT_FINISH_REASON
 
-CUT = "length"
-"""The OpenAI `finish_reason` of a reply cut at `max_tokens`."""
+from envtools.tool_calls import text_of
 
 # Tool errors by the words of the environment's own messages (fathom_rlm.agent.schemas and
 # tools); the first rule that matches names the kind. Order matters: a bad slice's message
@@ -56,9 +57,16 @@ _TOOL_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     )
 )
 
-REPLY_KINDS = ("no_tool_call", "answer_outside_tags", "cut_at_token_cap", "runaway_repetition")
-TOOL_KINDS = (*(kind for kind, _ in _TOOL_ERRORS), "other_tool_error")
-KINDS = (*REPLY_KINDS, "empty_turn", *TOOL_KINDS)
+REPLY_KINDS = (
+    "no_tool_call",
+    "answer_outside_tags",
+    "cut_at_token_cap",
+    "cut_inside_call",
+    "runaway_repetition",
+    "empty_turn",
+)
+TOOL_KINDS = ("printed_nothing", *(kind for kind, _ in _TOOL_ERRORS), "other_tool_error")
+KINDS = (*REPLY_KINDS, *TOOL_KINDS)
 """Every kind a fathom-rlm rollout is counted under, in table order."""
 
 GSM8K_KINDS = ("no_boxed_answer", "cut_at_token_cap", "runaway_repetition", "empty_turn")
@@ -98,8 +106,10 @@ def _reply_kinds(reply: Mapping[str, Any]) -> list[str]:
     text = text_of(message.get("content"))
     calls = message.get("tool_calls") or []
     kinds = []
-    if reply.get("finish_reason") == CUT:
+    if reply.get("finish_reason") == CUT_FINISH_REASON:
         kinds.append("cut_at_token_cap")
+        if calls:  # the call may stop mid-JSON; it is not run
+            kinds.append("cut_inside_call")
         written = [text, *(str((c.get("function") or {}).get("arguments", "")) for c in calls)]
         if repeats_itself("\n".join(written)):  # a loop inside a call's code counts too
             kinds.append("runaway_repetition")
@@ -122,7 +132,8 @@ def fathom_mistakes(line: Mapping[str, Any]) -> Counter[str]:
         counts["answer_outside_tags"] += 1
     for message in messages:
         if message.get("role") == "tool":
-            kind = tool_error_kind(text_of(message.get("content")))
+            output = text_of(message.get("content"))
+            kind = "printed_nothing" if output == NO_OUTPUT else tool_error_kind(output)
             if kind:
                 counts[kind] += 1
     return counts

@@ -73,9 +73,12 @@ def test_the_warm_started_models_real_mistakes() -> None:
     line = load("fathom-sft-schema-keys-as-arguments-max-turns.json")
     assert mistakes.fathom_mistakes(line) == Counter(schema_as_arguments=24)
     line = load("fathom-sft-runaway-inside-answer-tags-truncated.json")  # "<answer><answer>..."
-    assert mistakes.fathom_mistakes(line) == Counter(cut_at_token_cap=1, runaway_repetition=1)
-    # It answered in tags (the format gate passes) with the prompt's own example range.
-    assert mistakes.fathom_mistakes(load("fathom-sft-copies-the-prompts-example-slice.json")) == {}
+    counts = Counter(printed_nothing=2, cut_at_token_cap=1, runaway_repetition=1)
+    assert mistakes.fathom_mistakes(line) == counts
+    # One cell that printed nothing, then an answer in tags (the format gate passes): the
+    # prompt's own example range.
+    line = load("fathom-sft-copies-the-prompts-example-slice.json")
+    assert mistakes.fathom_mistakes(line) == Counter(printed_nothing=1)
 
 
 def test_repetition_needs_a_loop_not_a_long_reply() -> None:
@@ -118,3 +121,14 @@ def test_a_real_tool_error_is_counted_by_its_kind(
 
     output = asyncio.run(call())
     assert mistakes.tool_error_kind(output) == kind, output
+
+
+def test_a_reply_cut_inside_its_call_is_counted_as_such() -> None:
+    call = {"id": "a", "function": {"name": "repl", "arguments": '{"code": "print(doc[:'}}
+    message = {"role": "assistant", "content": "", "tool_calls": [call]}
+    line = {
+        "ended_by": "truncated",
+        "replies": [{"message": message, "finish_reason": "length"}],
+        "messages": [message],
+    }
+    assert mistakes.fathom_mistakes(line) == Counter(cut_at_token_cap=1, cut_inside_call=1)

@@ -430,6 +430,10 @@ class RolloutTools:
         return chars_to_tokens(prompt_chars), chars_to_tokens(completion_chars)
 
 
+NO_OUTPUT = "(no output; print() what you want to see)"
+"""What the model sees after a cell that printed nothing and raised nothing."""
+
+
 def format_repl_result(result: Any) -> str:
     """What the model sees after a cell: its printed output, then any error."""
     parts = []
@@ -440,5 +444,5 @@ def format_repl_result(result: Any) -> str:
     elif result.timed_out:
         parts.append(f"Error: the cell timed out after {result.wall_s:.1f} s.")
     if not parts:
-        return "(no output; print() what you want to see)"
+        return NO_OUTPUT
     return "\n".join(parts)
