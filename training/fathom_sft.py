@@ -196,11 +196,11 @@ def _train_record(
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
     }
     (args.out / "train.json").write_text(json.dumps(record, indent=1))
-    _plot_loss(log, args.out / "loss.png")
+    _plot_loss(log, args.out / "loss.png", f"SFT warm start ({args.data.name})")
     return record
 
 
-def _plot_loss(log: list[dict[str, float]], path: Path) -> None:
+def _plot_loss(log: list[dict[str, float]], path: Path, title: str) -> None:
     """The loss per step as a PNG, when matplotlib is installed (`plot` draws it later where
     it is)."""
     try:
@@ -214,7 +214,7 @@ def _plot_loss(log: list[dict[str, float]], path: Path) -> None:
     axis.plot([e["step"] for e in log], [e["loss"] for e in log], marker=".")
     axis.set_xlabel("optimizer step")
     axis.set_ylabel("loss (assistant tokens)")
-    axis.set_title("fathom-rlm SFT warm start")
+    axis.set_title(title)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -377,7 +377,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         record = train(args)
         print(json.dumps({k: record[k] for k in ("conversations", "wall_s", "checkpoint_bytes")}))
     elif args.command == "plot":  # where matplotlib is (the main venv; the TRL venv lacks it)
-        _plot_loss(json.loads(args.record.read_text())["steps"], args.out)
+        record = json.loads(args.record.read_text())
+        title = f"SFT warm start ({Path(record['args']['data']).name})"
+        _plot_loss(record["steps"], args.out, title)
     elif args.command == "eval":
         print(json.dumps(evaluate(args)["measures"], indent=1))
     else:

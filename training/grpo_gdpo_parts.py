@@ -33,6 +33,35 @@ def slice_records(records: Iterable[Mapping[str, Any]], max_steps: int) -> list[
     return [dict(r) for r in records if calc_steps(str(r["answer"])) <= max_steps]
 
 
+def boxed_solution(solution: str) -> str:
+    """A GSM8K reference solution written as the launcher prompt's examples answer: calculator
+    annotations dropped, lines joined, the final answer boxed (\"The answer is \\boxed{N}.\")."""
+    body, marker, final = solution.rpartition("####")
+    if not marker:
+        raise ValueError("GSM8K solution has no '####' final-answer marker")
+    steps = " ".join(line.strip() for line in CALC.sub("", body).splitlines() if line.strip())
+    answer = final.strip().replace(",", "")
+    return f"{steps} The answer is \\boxed{{{answer}}}.".strip()
+
+
+def sft_conversations(
+    records: Iterable[Mapping[str, Any]], system_prompt: str | None
+) -> list[dict[str, Any]]:
+    """Warm-start conversations (`messages` rows, the format training/fathom_sft.py trains on):
+    the environment's own prompt for each question, and its reference solution, boxed."""
+    from gsm8k_multireward.data import build_prompt
+
+    return [
+        {
+            "messages": [
+                *build_prompt(str(r["question"]), system_prompt),
+                {"role": "assistant", "content": boxed_solution(str(r["answer"]))},
+            ]
+        }
+        for r in records
+    ]
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Rows of a JSONL file (blank lines skipped)."""
     with path.open(encoding="utf-8") as handle:

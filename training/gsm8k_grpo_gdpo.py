@@ -48,6 +48,7 @@ from grpo_gdpo_parts import (
     read_jsonl,
     resolved_config,
     runs_markdown,
+    sft_conversations,
     slice_records,
     step_curves,
     summarise,
@@ -197,20 +198,30 @@ def cmd_slice(opts: argparse.Namespace) -> dict[str, Any]:
     before = load_snapshot()
     train = slice_records(read_jsonl(opts.train), opts.max_calc_steps)
     test = slice_records(read_jsonl(opts.test), opts.max_calc_steps)
+    args = env_args(opts.config)
+    sft: list[dict[str, Any]] = []
+    if opts.sft:  # a seeded sample of train-slice questions for the warm start, kept out of RL
+        chosen = set(random.Random(opts.seed).sample(range(len(train)), min(opts.sft, len(train))))
+        sft = [r for i, r in enumerate(train) if i in chosen]
+        train = [r for i, r in enumerate(train) if i not in chosen]
+        write_jsonl(opts.out / "sft.jsonl", sft_conversations(sft, args.get("system_prompt")))
     write_jsonl(opts.out / "train.jsonl", train)
     write_jsonl(opts.out / "test.jsonl", test)
-    sample = random.Random(opts.seed).sample(train, min(opts.sample, len(train)))
-    args = env_args(opts.config)
-    _, scores = _complete_and_score(
-        opts, sample, args, samples=opts.k, temperature=opts.temperature, seed=opts.seed
-    )
-    correct = [[s["correct_answer"] for s in q] for q in scores]
-    result = {
+    result: dict[str, Any] = {
         "rule": f"reference solution has at most {opts.max_calc_steps} <<...>> calculation steps",
         "train_rows": len(train),
         "test_rows": len(test),
-        "pass_at_k": {"k": opts.k, "questions": len(sample), "value": pass_at_k(correct)},
-        "sample_correct": summarise([s for q in scores for s in q]),
+        "sft_rows": len(sft),
+    }
+    if opts.sample:
+        sample = random.Random(opts.seed).sample(train, min(opts.sample, len(train)))
+        _, scores = _complete_and_score(
+            opts, sample, args, samples=opts.k, temperature=opts.temperature, seed=opts.seed
+        )
+        correct = [[s["correct_answer"] for s in q] for q in scores]
+        result["pass_at_k"] = {"k": opts.k, "questions": len(sample), "value": pass_at_k(correct)}
+        result["sample_correct"] = summarise([s for q in scores for s in q])
+    result |= {
         "model": opts.model,
         "temperature": opts.temperature,
         "max_new_tokens": opts.max_new_tokens,
@@ -455,7 +466,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test", type=Path, required=True, help="GSM8K test JSONL")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--max-calc-steps", type=int, default=2)
-    p.add_argument("--sample", type=int, default=16, help="train-slice questions for pass@k")
+    p.add_argument(
+        "--sample", type=int, default=16, help="train-slice questions for pass@k (0: none)"
+    )
+    p.add_argument(
+        "--sft", type=int, default=0, help="train-slice questions set aside as sft.jsonl"
+    )
     p.add_argument("--k", type=int, default=8)
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)

@@ -5,6 +5,7 @@ TRL's completions files."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 import tomllib
@@ -194,3 +195,54 @@ def test_runs_table_states_what_each_run_saw_and_changed() -> None:
         "| 0 of 271 | 0 |"
     )
     assert "| - |" in lines[3]
+
+
+def test_boxed_solution_keeps_the_steps_and_boxes_the_gold() -> None:
+    solution = "She has 3*4 = <<3*4=12>>12 apples.\nThen 12-2 = <<12-2=10>>10 remain.\n#### 1,010"
+    assert parts.boxed_solution(solution) == (
+        "She has 3*4 = 12 apples. Then 12-2 = 10 remain. The answer is \\boxed{1010}."
+    )
+    with pytest.raises(ValueError):
+        parts.boxed_solution("no final answer")
+
+
+def test_slice_sets_aside_warm_start_questions_the_environment_scores_correct(
+    tmp_path: Path,
+) -> None:
+    from gsm8k_multireward.config import GSM8KConfig
+    from gsm8k_multireward.grading import MathGrader, gold_from_solution
+    from gsm8k_multireward.rewards import score_completion
+
+    rows = [
+        {
+            "question": f"What is {i} + {i}?",
+            "answer": f"{i}+{i} = <<{i}+{i}={2 * i}>>{2 * i}\n#### {2 * i}",
+        }
+        for i in range(1, 11)
+    ] + [{"question": "long", "answer": "<<1+1=2>>2 <<2+2=4>>4 <<4+4=8>>8\n#### 8"}]
+    train, test = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
+    parts.write_jsonl(train, rows)
+    parts.write_jsonl(test, rows)
+    out = tmp_path / "slice"
+    args = ["slice", "--train", str(train), "--test", str(test), "--config", str(CONFIGS[0])]
+    assert run.main([*args, "--out", str(out), "--sample", "0", "--sft", "4"]) == 0
+
+    sft = parts.read_jsonl(out / "sft.jsonl")
+    rest = parts.read_jsonl(out / "train.jsonl")
+    assert len(sft) == 4 and len(rest) == 6 and len(parts.read_jsonl(out / "test.jsonl")) == 10
+    questions = {c["messages"][1]["content"] for c in sft}
+    assert questions.isdisjoint(r["question"] for r in rest)
+    assert questions | {r["question"] for r in rest} == {r["question"] for r in rows[:10]}
+    env = parts.env_args(CONFIGS[0])
+    by_question = {r["question"]: r for r in rows}
+    grader = MathGrader(max_workers=1)
+    try:
+        for conversation in sft:
+            system, user, reply = conversation["messages"]
+            assert system == {"role": "system", "content": env["system_prompt"]}
+            gold = gold_from_solution(by_question[user["content"]]["answer"])
+            scores = score_completion(reply["content"], gold, grader, GSM8KConfig(**env))
+            assert scores["correct_answer"] == 1.0, reply
+    finally:
+        grader.close()
+    assert "pass_at_k" not in json.loads((out / "slice.json").read_text())
