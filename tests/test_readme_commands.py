@@ -699,6 +699,35 @@ NOT_RUN: dict[str, str] = {
     "--out docs/results/gsm8k-grpo-gdpo": (
         "writes the committed report from the runs above (needs their outputs)"
     ),
+    # The warm-start round: the same measurements from the SFT checkpoint.
+    _GSM8K_RUN + "slice --train gsm8k/train.jsonl --test gsm8k/test.jsonl --config "
+    f"{_SMOLLM2_GRPO} --sft 400 --sample 0 --out outputs/gsm8k-warm": (
+        "reads the GSM8K files, which the repository does not ship; "
+        "tests/training/test_gsm8k_grpo_gdpo.py runs `slice --sft` on a fixture"
+    ),
+    ".venvs/trl/bin/python " + _FATHOM_SFT + "train --data outputs/gsm8k-warm/sft.jsonl --out "
+    "outputs/trained/smollm2-gsm8k-sft --epochs 1 --grad-accum 8 --threads 2 --max-length 1024": (
+        _LONG
+    ),
+    _GSM8K_RUN + "slice --train gsm8k/train.jsonl --test gsm8k/test.jsonl --config "
+    f"{_SMOLLM2_GRPO} --sft 400 --model outputs/trained/smollm2-gsm8k-sft --temperature 0.7 "
+    "--out outputs/gsm8k-warm-passk": _LONG,
+    _GSM8K_RUN + "eval --model outputs/trained/smollm2-gsm8k-sft --label SFT --data "
+    f"outputs/gsm8k-warm/test.jsonl --config {_SMOLLM2_GRPO} --out outputs/eval/sft.json": _LONG,
+    _GSM8K_RUN + f"train --config {_SMOLLM2_GRPO} --model outputs/trained/smollm2-gsm8k-sft "
+    "--data outputs/gsm8k-warm/train.jsonl --seed 0 --steps 20 --out outputs/runs/warm-grpo-0": (
+        _LONG
+    ),
+    _GSM8K_RUN + "eval --model outputs/runs/warm-grpo-0 --label 'GRPO seed 0' --data "
+    f"outputs/gsm8k-warm/test.jsonl --config {_SMOLLM2_GRPO} "
+    "--out outputs/eval/warm-grpo-0.json": _LONG,
+    _GSM8K_RUN + "report --evals docs/results/gsm8k-grpo-gdpo/eval-base.json "
+    "outputs/eval/sft.json outputs/eval/warm-grpo-0.json outputs/eval/warm-grpo-1.json "
+    "outputs/eval/warm-gdpo-0.json outputs/eval/warm-gdpo-1.json --runs outputs/runs/warm-grpo-0 "
+    "outputs/runs/warm-grpo-1 outputs/runs/warm-gdpo-0 outputs/runs/warm-gdpo-1 "
+    "--out docs/results/gsm8k-sft-grpo-gdpo": (
+        "writes the committed report from the runs above (needs their outputs)"
+    ),
     _GSM8K_RUN + "train --config orchestrator_configs/trl/smollm2-gsm8k-gdpo.toml --model "
     "Qwen/Qwen2.5-1.5B-Instruct --device cuda --precision bf16 --data "
     "outputs/gsm8k-slice/train.jsonl --seed 0 --steps 200 --out outputs/runs/gdpo-qwen": (
