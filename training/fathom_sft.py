@@ -28,6 +28,9 @@ with its 95% bootstrap interval: the format gate, rollouts with at least one too
 tool calls (parsed and run without error) per rollout and as a share of calls, calls per rollout,
 whether the document was touched, correctness (overall and by family), and tokens.
 
+`train` reads any file of `messages` rows (`tools` optional): the gsm8k-multireward warm start
+of training/gsm8k_grpo_gdpo.py (`slice --sft`) trains with it unchanged.
+
 Model, device and precision are flags: the same command fine-tunes a bigger model on a GPU
 (`--model <transformers directory or id> --device cuda --dtype bfloat16`; configured, not run).
 """

@@ -2,6 +2,8 @@
 
     python training/gsm8k_grpo_gdpo.py slice --train TRAIN.jsonl --test TEST.jsonl \
         --config orchestrator_configs/trl/smollm2-gsm8k-grpo.toml --out DIR
+    # --sft 400: also set 400 train-slice questions aside as warm-start conversations (sft.jsonl,
+    # for training/fathom_sft.py train); --sample 0: no pass@k, no model loaded
     python training/gsm8k_grpo_gdpo.py eval --model local:smollm2-135m --data DIR/test.jsonl \
         --config orchestrator_configs/trl/smollm2-gsm8k-grpo.toml --out base.json
     python training/gsm8k_grpo_gdpo.py train \
@@ -222,7 +224,7 @@ def cmd_slice(opts: argparse.Namespace) -> dict[str, Any]:
         result["pass_at_k"] = {"k": opts.k, "questions": len(sample), "value": pass_at_k(correct)}
         result["sample_correct"] = summarise([s for q in scores for s in q])
     result |= {
-        "model": opts.model,
+        "model": opts.model if opts.sample else None,
         "temperature": opts.temperature,
         "max_new_tokens": opts.max_new_tokens,
         "scoring_args": args,
