@@ -199,13 +199,13 @@ def _train_record(
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
     }
     (args.out / "train.json").write_text(json.dumps(record, indent=1))
-    _plot_loss(log, args.out / "loss.png", f"SFT warm start ({args.data.name})")
+    _plot_loss(log, args.out / "loss.png", args.data)
     return record
 
 
-def _plot_loss(log: list[dict[str, float]], path: Path, title: str) -> None:
-    """The loss per step as a PNG, when matplotlib is installed (`plot` draws it later where
-    it is)."""
+def _plot_loss(log: list[dict[str, float]], path: Path, data: Path) -> None:
+    """The loss per step on `data` as a PNG, when matplotlib is installed (`plot` draws it
+    later where it is)."""
     try:
         import matplotlib
 
@@ -217,7 +217,7 @@ def _plot_loss(log: list[dict[str, float]], path: Path, title: str) -> None:
     axis.plot([e["step"] for e in log], [e["loss"] for e in log], marker=".")
     axis.set_xlabel("optimizer step")
     axis.set_ylabel("loss (assistant tokens)")
-    axis.set_title(title)
+    axis.set_title(f"SFT warm start ({data.name})")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -381,8 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({k: record[k] for k in ("conversations", "wall_s", "checkpoint_bytes")}))
     elif args.command == "plot":  # where matplotlib is (the main venv; the TRL venv lacks it)
         record = json.loads(args.record.read_text())
-        title = f"SFT warm start ({Path(record['args']['data']).name})"
-        _plot_loss(record["steps"], args.out, title)
+        _plot_loss(record["steps"], args.out, Path(record["args"]["data"]))
     elif args.command == "eval":
         print(json.dumps(evaluate(args)["measures"], indent=1))
     else:

@@ -35,12 +35,13 @@ def slice_records(records: Iterable[Mapping[str, Any]], max_steps: int) -> list[
 
 def boxed_solution(solution: str) -> str:
     """A GSM8K reference solution written as the launcher prompt's examples answer: calculator
-    annotations dropped, lines joined, the final answer boxed (\"The answer is \\boxed{N}.\")."""
-    body, marker, final = solution.rpartition("####")
-    if not marker:
-        raise ValueError("GSM8K solution has no '####' final-answer marker")
+    annotations dropped, lines joined, the final answer boxed (\"The answer is \\boxed{N}.\").
+    The boxed number is the grader's own gold (`gold_from_solution`)."""
+    from gsm8k_multireward.grading import gold_from_solution
+
+    answer = gold_from_solution(solution)  # raises ValueError without a '####' number
+    body = solution.rpartition("####")[0]
     steps = " ".join(line.strip() for line in CALC.sub("", body).splitlines() if line.strip())
-    answer = final.strip().replace(",", "")
     return f"{steps} The answer is \\boxed{{{answer}}}.".strip()
 
 
