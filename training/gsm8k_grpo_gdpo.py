@@ -37,6 +37,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from envtools.cli import integer
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grpo_gdpo_parts import (
     PRECISIONS,
@@ -469,10 +471,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--max-calc-steps", type=int, default=2)
     p.add_argument(
-        "--sample", type=int, default=16, help="train-slice questions for pass@k (0: none)"
+        "--sample", type=integer(0), default=16, help="train-slice questions for pass@k (0: none)"
     )
     p.add_argument(
-        "--sft", type=int, default=0, help="train-slice questions set aside as sft.jsonl"
+        "--sft", type=integer(0), default=0, help="train-slice questions set aside as sft.jsonl"
     )
     p.add_argument("--k", type=int, default=8)
     p.add_argument("--temperature", type=float, default=1.0)

@@ -246,3 +246,7 @@ def test_slice_sets_aside_warm_start_questions_the_environment_scores_correct(
     finally:
         grader.close()
     assert "pass_at_k" not in json.loads((out / "slice.json").read_text())
+    for bad in (["--sft", "-1"], ["--sample", "-2"]):
+        with pytest.raises(SystemExit) as refused:
+            run.build_parser().parse_args([*args, "--out", str(out), *bad])
+        assert refused.value.code == 2
