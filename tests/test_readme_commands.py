@@ -747,6 +747,25 @@ NOT_RUN: dict[str, str] = {
     + "plot outputs/trained/smollm2-fathom-sft/train.json --out docs/results/fathom-sft/loss.png": (
         "draws the committed curve from the training run above (needs its output)"
     ),
+    # fathom-rlm: GRPO and GDPO from the warm start, through TRL's tool loop.
+    ".venvs/trl/bin/python -m envtools.local_model --model smollm2-135m --port 8090 --threads 1 "
+    "--timeout 900": _LOCAL_MODEL,
+    _GSM8K_RUN + "train --config orchestrator_configs/trl/smollm2-fathom-grpo.toml --model "
+    "outputs/trained/smollm2-fathom-sft --steps 8 --threads 1 "
+    "--out outputs/trl/smollm2-fathom-grpo": _LONG,
+    _GSM8K_RUN + "train --config orchestrator_configs/trl/smollm2-fathom-gdpo.toml --model "
+    "outputs/trained/smollm2-fathom-sft --steps 8 --threads 1 "
+    "--out outputs/trl/smollm2-fathom-gdpo": _LONG,
+    "uv run python " + _FATHOM_SFT + "eval --checkpoint outputs/trl/smollm2-fathom-gdpo "
+    "--out outputs/trained/eval-gdpo": _LONG,
+    "uv run python " + _FATHOM_SFT + "compare outputs/trained/eval-sft outputs/trained/eval-gdpo": (
+        "compares the two evaluations above (needs their outputs)"
+    ),
+    "uv run python training/gsm8k_grpo_gdpo.py report --runs outputs/trl/smollm2-fathom-grpo "
+    "outputs/trl/smollm2-fathom-gdpo "
+    "--out docs/results/fathom-grpo-gdpo": (
+        "writes the committed report from the runs above (needs their outputs)"
+    ),
     # Installs, and the verifiers 0.4.0 venv recipe (scripts/test.sh builds the same venv).
     "python -m pip install uv": _REGISTRY,
     "uv lock": "resolves against a package registry; the lock file is committed",

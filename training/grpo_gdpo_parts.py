@@ -18,6 +18,12 @@ CALC = re.compile(r"<<[^>]*>>")
 METRICS = ("correct_answer", "length_reward", "reward", "tokens")
 REWARD_KEYS = ("correct_answer", "length_reward")
 PRECISIONS = ("fp32", "bf16", "fp16")
+TOOL_METRICS = {
+    "tool_calls": ("tools/call_frequency", "tool calls per completion"),
+    "tool_failures": ("tools/failure_frequency", "share of tool calls TRL could not make"),
+}
+"""Curve name -> TRL's log key and what it counts, for runs whose environment has tools (a
+failure: an unknown tool, or arguments the tool does not take)."""
 
 
 def calc_steps(solution: str) -> int:
@@ -110,9 +116,15 @@ def step_curves(
     for key in keys:
         curves[key] = [e.get(f"rewards/{key}/mean") for e in entries]
         curves[f"{key}_std"] = [e.get(f"rewards/{key}/std") for e in entries]
-    curves["reward"] = [e.get("reward") for e in entries]
+    # TRL's weighted total, unless the environment has a reward of that name (fathom-rlm's
+    # combined `reward`, logged as rewards/reward/mean), which keeps its own curve.
+    curves.setdefault("reward", [e.get("reward") for e in entries])
     curves["completion_length"] = [e.get("completions/mean_length") for e in entries]
     curves["loss"] = [e.get("loss") for e in entries]
+    # Environments with tools (fathom-rlm): TRL's tool-loop counts, per completion.
+    for name, (key, _) in TOOL_METRICS.items():
+        if any(key in e for e in entries):
+            curves[name] = [e.get(key) for e in entries]
     return curves
 
 
@@ -160,7 +172,7 @@ def read_advantages(completions_dir: Path) -> dict[int, list[float]]:
 def resolved_config(
     base: Mapping[str, Any],
     *,
-    data: str,
+    data: str | None,
     seed: int,
     steps: int,
     out: str,
@@ -169,13 +181,15 @@ def resolved_config(
     precision: str,
 ) -> dict[str, Any]:
     """The launcher file a run trains from: the committed file with this run's data, seed, steps,
-    output directory, model, device and precision."""
+    output directory, model, device and precision (`data`, when given, is the dataset file:
+    gsm8k-multireward's `dataset_name`)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     config = json.loads(json.dumps(base))  # a deep copy of plain TOML values
     if model:
         config["model"] = model
-    config.setdefault("env", {}).setdefault("args", {})["dataset_name"] = data
+    if data is not None:
+        config.setdefault("env", {}).setdefault("args", {})["dataset_name"] = data
     trainer = config.setdefault("trainer", {})
     trainer.update(seed=seed, max_steps=steps, output_dir=out, use_cpu=device == "cpu")
     trainer["bf16"] = precision == "bf16"
@@ -254,24 +268,35 @@ def runs_markdown(runs: Sequence[Mapping[str, Any]]) -> str:
 
 
 def plot_runs(runs: Sequence[Mapping[str, Any]], path: Path) -> None:
-    """Per step: each reward component's mean, the completion length, and the advantages' std,
-    |A| mean and share of all-zero groups; one line per run (GRPO solid, GDPO dashed)."""
+    """Per step: each reward component's mean (the runs' `reward_keys`), the completion length,
+    and the advantages' std, |A| mean and share of all-zero groups; one line per run (GRPO solid,
+    GDPO dashed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [
-        ("curves", "correct_answer", "correct_answer mean"),
-        ("curves", "length_reward", "length_reward mean"),
+    keys = dict.fromkeys(k for run in runs for k in run.get("reward_keys", REWARD_KEYS))
+    panels = [("curves", key, f"{key} mean") for key in keys]
+    panels += [
         ("curves", "completion_length", "completion tokens, mean"),
         ("advantages", "std", "advantage std"),
         ("advantages", "abs_mean", "mean |advantage|"),
         ("advantages", "zero_groups", "share of groups with all-zero advantage"),
     ]
-    fig, axes = plt.subplots(3, 2, figsize=(9, 8), dpi=80)
-    for ax, (part, key, title) in zip(axes.flat, panels, strict=True):
+    panels += [
+        ("curves", name, title)
+        for name, (_, title) in TOOL_METRICS.items()
+        if any(name in run["curves"] for run in runs)
+    ]
+    rows = math.ceil(len(panels) / 2)
+    fig, axes = plt.subplots(rows, 2, figsize=(9, 2.7 * rows), dpi=80)
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax, (part, key, title) in zip(axes.flat, panels, strict=False):
         for run in runs:
+            if key not in run[part]:
+                continue
             x, y = run[part]["step"], run[part][key]
             grpo = run["advantage"] == "grpo"
             label = f"{run['advantage'].upper()} seed {run['seed']}"

@@ -11,6 +11,9 @@
         --seed 0 --steps 20 --out runs/gdpo-0
     python training/gsm8k_grpo_gdpo.py report --evals a.json b.json --runs runs/* --out DIR
 
+`train` and `report` take any launcher file: fathom-rlm builds its own rows, so its runs give
+no --data (orchestrator_configs/trl/smollm2-fathom-grpo.toml names the sub-call endpoint).
+
 Why each part is here: a 135M model solves little of GSM8K, so training and evaluation use a
 slice of questions whose reference solution has few calculation steps (a property of the
 question, never of any model's success); `slice` also measures the untrained model's pass@k on
@@ -42,6 +45,7 @@ from envtools.cli import integer
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grpo_gdpo_parts import (
     PRECISIONS,
+    REWARD_KEYS,
     advantage_curves,
     dir_size_bytes,
     env_args,
@@ -271,7 +275,7 @@ def cmd_train(opts: argparse.Namespace) -> dict[str, Any]:
     base = tomllib.loads(opts.config.read_text(encoding="utf-8"))
     config = resolved_config(
         base,
-        data=str(opts.data),
+        data=None if opts.data is None else str(opts.data),
         seed=opts.seed,
         steps=opts.steps,
         out=str(opts.out),
@@ -292,7 +296,8 @@ def cmd_train(opts: argparse.Namespace) -> dict[str, Any]:
         "seed": opts.seed,
         "steps": opts.steps,
         "launch_toml": to_toml(config),
-        "curves": step_curves(history),
+        "reward_keys": list(config["env"]["reward_keys"]),
+        "curves": step_curves(history, config["env"]["reward_keys"]),
         "advantages": advantage_curves(read_advantages(opts.out / "completions"), group),
         "step_seconds": timings,
         "rows_seen": _rows_seen(config, opts.steps),
@@ -409,6 +414,9 @@ def cmd_report(opts: argparse.Namespace) -> dict[str, Any]:
     runs = []
     for directory in map(Path, opts.runs):
         run = json.loads((directory / "train.json").read_text())
+        if (directory / "log_history.json").is_file():  # the curves, from the log itself
+            history = json.loads((directory / "log_history.json").read_text())
+            run["curves"] = step_curves(history, run.get("reward_keys", REWARD_KEYS))
         if run.get("weight_change") is None:  # a run written before the check existed
             model = tomllib.loads(run["launch_toml"])["model"]
             run["weight_change"] = weight_change(directory, model)
@@ -437,7 +445,7 @@ def cmd_report(opts: argparse.Namespace) -> dict[str, Any]:
     }
     opts.out.mkdir(parents=True, exist_ok=True)
     _write_json(opts.out / "report.json", report)
-    markdown = table_markdown(table) + "\n" + runs_markdown(report["runs"])
+    markdown = (table_markdown(table) + "\n" if table else "") + runs_markdown(report["runs"])
     (opts.out / "table.md").write_text(markdown, encoding="utf-8")
     _plot_or_say(runs, opts.out / "curves.png")
     return report
@@ -487,7 +495,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="the JSON to write")
     _model_flags(p, 16)
     p = sub.add_parser("train", help="train through the launcher; curves, JSON, PNG")
-    p.add_argument("--data", type=Path, required=True, help="the train slice JSONL")
+    p.add_argument(
+        "--data", type=Path, default=None, help="the train slice JSONL (gsm8k-multireward)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--out", type=Path, required=True)

@@ -31,6 +31,11 @@ _BLOCK = re.compile(re.escape(OPEN) + r"(.*?)(?:" + re.escape(CLOSE) + r"|\Z)", 
 _NAME = re.compile(r'"name"\s*:\s*"([^"\\]{1,200})"')
 
 
+_DONE = (
+    "Each result comes back in a message from the tool. Reply without a tool call when you are "
+    "done."
+)
+
 PREAMBLES = ("schemas", "calls")
 """How the preamble describes the tools: "schemas" lists each tool's JSON schema and one generic
 block; "calls" shows, for each tool, its description and a block with its own argument names
@@ -41,10 +46,6 @@ def tool_preamble(tools: list[dict[str, Any]], style: str = "schemas") -> str:
     """The text appended to the system message when tools are offered."""
     if style not in PREAMBLES:
         raise ValueError(f"style must be one of {PREAMBLES}, got {style!r}")
-    done = (
-        "Each result comes back in a message from the tool. Reply without a tool call when "
-        "you are done."
-    )
     if style == "calls":
         lines = ["You can call these tools, one block per call:"]
         for tool in tools:
@@ -54,7 +55,7 @@ def tool_preamble(tools: list[dict[str, Any]], style: str = "schemas") -> str:
             example = {"name": fn.get("name"), "arguments": {name: "..." for name in names}}
             lines += [f"- {fn.get('name')}: {fn.get('description', '')}".rstrip()]
             lines += [f"{OPEN}{json.dumps(example, ensure_ascii=False)}{CLOSE}"]
-        lines += ['Put your own values in place of "...".', done]
+        lines += ['Put your own values in place of "...".', _DONE]
         return "\n".join(lines)
     schemas = "\n".join(json.dumps(_function(t), ensure_ascii=False) for t in tools)
     return (
@@ -62,7 +63,7 @@ def tool_preamble(tools: list[dict[str, Any]], style: str = "schemas") -> str:
         f"{schemas}\n"
         "To call a tool, write exactly one block per call:\n"
         f'{OPEN}{{"name": "TOOL_NAME", "arguments": {{"ARG": "VALUE"}}}}{CLOSE}\n'
-        f"{done}"
+        f"{_DONE}"
     )
 
 
@@ -139,3 +140,78 @@ def _call(body: str) -> dict[str, Any]:
         "type": "function",
         "function": {"name": name, "arguments": arguments},
     }
+
+
+# --------------------------------------------------- the same convention inside a chat template
+
+# `prepare_messages` in Jinja: the turns are rewritten, then the model's own template renders them.
+_PREPARE_JINJA = r"""
+{%- set ns = namespace(turns=[], calls=[], schemas=[]) -%}
+{%- for m in messages -%}
+  {%- if m.content is string -%}{%- set text = m.content -%}
+  {%- elif m.content is iterable and m.content is not mapping -%}
+    {%- set text = m.content | select('mapping') | selectattr('text', 'defined')
+        | map(attribute='text') | join('') -%}
+  {%- else -%}{%- set text = '' -%}{%- endif -%}
+  {%- set role = (m.role or 'user') | string -%}
+  {%- if role == 'assistant' and m.tool_calls is iterable and m.tool_calls is not string
+        and m.tool_calls | length > 0 -%}
+    {%- set ns.calls = [text] -%}
+    {%- for call in m.tool_calls -%}
+      {%- set fn = call.function if call is mapping and call.function is mapping else {} -%}
+      {%- set name = fn.name if fn.name is defined else none -%}
+      {%- if fn.arguments is string -%}
+        {%- set block = '{"name": ' ~ (name | tojson) ~ ', "arguments": ' ~ fn.arguments ~ '}' -%}
+      {%- else -%}
+        {%- set arguments = fn.arguments if fn.arguments is defined else none -%}
+        {%- set block = {'name': name, 'arguments': arguments} | tojson -%}
+      {%- endif -%}
+      {%- set ns.calls = ns.calls + ['<tool_call>' ~ block ~ '</tool_call>'] -%}
+    {%- endfor -%}
+    {%- set text = ns.calls | join('\n') | trim -%}
+  {%- endif -%}
+  {%- set ns.turns = ns.turns + [{'role': role, 'content': text}] -%}
+{%- endfor -%}
+{%- if tools -%}
+  {%- for t in tools -%}
+    {%- set fn = t.function if t is mapping and t.function is mapping else {'name': t | string} -%}
+    {%- set ns.schemas = ns.schemas + [fn | tojson] -%}
+  {%- endfor -%}
+  {%- set preamble = 'You can call these tools (JSON schemas):\n' ~ (ns.schemas | join('\n'))
+      ~ '\nTo call a tool, write exactly one block per call:\n'
+      ~ '<tool_call>{"name": "TOOL_NAME", "arguments": {"ARG": "VALUE"}}</tool_call>\n'
+      ~ DONE -%}
+  {%- if ns.turns and ns.turns[0].role == 'system' -%}
+    {%- set system = (ns.turns[0].content ~ '\n\n' ~ preamble) | trim -%}
+    {%- set ns.turns = [{'role': 'system', 'content': system}] + ns.turns[1:] -%}
+  {%- else -%}
+    {%- set ns.turns = [{'role': 'system', 'content': preamble}] + ns.turns -%}
+  {%- endif -%}
+{%- endif -%}
+{%- set messages = ns.turns -%}
+"""
+
+
+def chat_template(base: str) -> str:
+    """A Jinja chat template that renders tools and tool calls exactly as `prepare_messages` (with
+    the "schemas" preamble) followed by `base` does, for trainers that render conversations
+    themselves (TRL's tool loop). `base` is a template with roles and text only."""
+    return _PREPARE_JINJA.replace("DONE", json.dumps(_DONE)) + base
+
+
+RESPONSE_TEMPLATE: dict[str, Any] = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "tool_calls": {
+            "open": OPEN,
+            "close_pattern": re.escape(CLOSE) + r"\s*",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close_pattern": r"<\|im_end\|>\s*", "content": "text"},
+    },
+}
+"""How transformers' `parse_response` reads a ChatML reply written in this convention: each
+``<tool_call>`` block a call, the rest the content (a tokenizer's `response_template`)."""

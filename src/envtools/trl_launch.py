@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envtools import cli, local_model
+from envtools import cli, local_model, tool_calls
 
 ADVANTAGE_AGGREGATION: dict[str, str] = {
     "gdpo": "normalize_then_sum",
@@ -244,11 +244,13 @@ def build(config: LaunchConfig) -> Launch:
         # The environment's needs (fathom-rlm: its turn cap) unless the file sets them.
         trainer_fields = {**environment.trainer_defaults, **config.trainer}
         args = grpo_config(GRPOConfig, trainer_fields, config, weights)
+        model = resolve_model(config.model)
         extra: dict[str, Any] = {}
         if environment.environment_factory is not None:
             extra["environment_factory"] = environment.environment_factory
+            extra["processing_class"] = tool_tokenizer(model)
         trainer = GRPOTrainer(
-            model=resolve_model(config.model),
+            model=model,
             reward_funcs=[environment.reward_funcs[key] for key in config.reward_keys],
             args=args,
             train_dataset=environment.train_dataset,
@@ -266,6 +268,29 @@ def resolve_model(model: str) -> str:
     if model.startswith(LOCAL_PREFIX):
         return str(local_model.converted_dir(model[len(LOCAL_PREFIX) :]))
     return model
+
+
+def tool_tokenizer(model: str) -> Any:
+    """The model's tokenizer for an environment with tools. A chat template with roles and text
+    only (SmolLM2's ChatML) gets the text convention the local model server uses
+    (`envtools.tool_calls`): tool schemas in the system message, calls as ``<tool_call>`` blocks,
+    so a model fine-tuned on served conversations sees the same text in TRL's tool loop."""
+    from transformers import AutoTokenizer
+    from trl.chat_template_utils import supports_tool_calling
+
+    # The sides TRL sets when it loads the tokenizer itself.
+    tokenizer = AutoTokenizer.from_pretrained(model, truncation_side="left", padding_side="left")
+    if supports_tool_calling(tokenizer):
+        return tokenizer
+    template = tokenizer.chat_template
+    if not isinstance(template, str) or "<|im_start|>" not in template:
+        raise ConfigError(
+            f"{model}: its chat template renders no tool calls and is not ChatML; give a model "
+            "whose template supports tools"
+        )
+    tokenizer.chat_template = tool_calls.chat_template(template)
+    tokenizer.response_template = tool_calls.RESPONSE_TEMPLATE
+    return tokenizer
 
 
 def grpo_config(

@@ -8,6 +8,8 @@
 - fathom-rlm through TRL's own tool loop (`environment_factory`): one GDPO step whose rollouts
   call the real sandbox and real sub-calls (scripted policy server on loopback), scored by the core.
 - Every example file in orchestrator_configs/trl passes `--check` against TRL's `GRPOConfig`.
+- A model whose chat template has no tools (SmolLM2) gets the local server's text convention:
+  TRL renders what the server sends, byte for byte, and parses the model's calls back.
 
 Under CI (CI=true) a missing TRL venv fails these tests; elsewhere they are skipped.
 """
@@ -406,3 +408,93 @@ def test_fathom_rollouts_call_the_real_tools_through_trl(
     np.testing.assert_allclose(
         table["advantage"], gdpo_advantages(rewards, [1.0, 0.2, 0.25]).ravel(), atol=1e-4
     )
+
+
+# ------------------------------------------------- a model whose template has no tools: SmolLM2
+
+_SCHEMA = {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}
+_TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "repl", "description": "Run code.", "parameters": _SCHEMA},
+    },
+    {"type": "function", "function": {"name": "llm", "description": "Ask — a sub-question."}},
+]
+_CALL = {"type": "function", "function": {"name": "repl", "arguments": {"code": "print(doc[:9])"}}}
+TOOL_CONVERSATIONS = [
+    # a system message, a call with text before it, its result, an answer
+    [
+        [
+            {"role": "system", "content": "Answer about the document."},
+            {"role": "user", "content": "Who?"},
+            {"role": "assistant", "content": "Let me look.", "tool_calls": [_CALL]},
+            {"role": "tool", "name": "repl", "content": "Émile Zola"},
+            {"role": "assistant", "content": "<answer>Émile Zola</answer>"},
+        ],
+        _TOOLS,
+    ],
+    # no system message; two calls in one reply, one with arguments as a JSON string; list content
+    [
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Part one. "},
+                    {"type": "text", "text": "Two."},
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    _CALL,
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": "llm",
+                            "arguments": json.dumps({"prompt": "p", "slice": "0:10"}),
+                        },
+                    },
+                ],
+            },
+            {"role": "tool", "content": "a"},
+            {"role": "tool", "content": "b"},
+        ],
+        _TOOLS,
+    ],
+    # no tools at all: the model's own template, unchanged
+    [[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}], None],
+]
+
+
+def test_a_template_without_tools_renders_them_as_the_local_server_does(
+    trl_python: Path, trl_env: dict[str, str], tmp_path: Path
+) -> None:
+    """SmolLM2's template knows no tools, and TRL's tool loop needs one that does: the launcher
+    wraps it so TRL renders exactly the text the local server sends (what the fathom warm start
+    was trained on), passes TRL's own checks, and reads calls back from the model's reply."""
+    call = '<tool_call>{"name": "repl", "arguments": {"code": "print(1)"}}</tool_call>'
+    request = {
+        "conversations": TOOL_CONVERSATIONS,
+        "reply": f"Looking.\n{call}<|im_end|>",
+        "cut_reply": '<tool_call>{"name": "repl", "arguments": {"code": "pri',
+    }
+    out = json.loads(
+        _run([trl_python, PROGRAMS / "tool_template.py"], tmp_path, trl_env, json.dumps(request))
+    )
+    for served, templated in out["pairs"]:
+        assert templated == served
+    # The wrapped template really carries the tools and the calls.
+    first = out["pairs"][0][1]
+    assert '"name": "repl"' in first and "Ask — a sub-question." in first
+    assert (
+        '<tool_call>{"name": "repl", "arguments": {"code": "print(doc[:9])"}}</tool_call>' in first
+    )
+    assert out["own_template_has_tools"] is False
+    assert out["supports_tool_calling"] is True and out["prefix_preserving"] is True
+    assert out["call"]["content"] == "Looking."
+    assert out["call"]["tool_calls"] == [
+        {"type": "function", "function": {"name": "repl", "arguments": {"code": "print(1)"}}}
+    ]
+    # A call cut by the token cap is no call: TRL keeps the text and runs nothing.
+    assert "tool_calls" not in out["cut"] or not out["cut"]["tool_calls"]

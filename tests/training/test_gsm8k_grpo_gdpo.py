@@ -124,6 +124,56 @@ def test_step_curves_from_a_log_history() -> None:
     assert curves["completion_length"] == [90.0, None]
 
 
+FATHOM_CONFIGS = [
+    ROOT / "orchestrator_configs" / "trl" / f"smollm2-fathom-{a}.toml" for a in ("grpo", "gdpo")
+]
+
+
+@pytest.mark.parametrize("path", FATHOM_CONFIGS, ids=lambda p: p.name)
+def test_a_fathom_run_keeps_its_arguments_and_logs_every_reward(path: Path) -> None:
+    """fathom-rlm builds its rows: no data file is set; every score is logged, and only the
+    weights of the file's advantage train (the combined reward for GRPO, the parts for GDPO)."""
+    base = tomllib.loads(path.read_text())
+    config = parts.resolved_config(
+        base, data=None, seed=1, steps=2, out="o", model="ckpt", device="cpu", precision="fp32"
+    )
+    assert config["env"]["args"] == base["env"]["args"]
+    assert config["model"] == "ckpt" and config["trainer"]["seed"] == 1
+    weights = dict(zip(base["env"]["reward_keys"], base["env"]["reward_weights"], strict=True))
+    assert set(weights) == {
+        "reward",
+        "correctness",
+        "format_gate",
+        "gated_token_budget",
+        "gated_recursion_efficiency",
+    }
+    trained = {k for k, w in weights.items() if w > 0}
+    assert trained == ({"reward"} if base["advantage"] == "grpo" else set(weights) - {"reward"})
+
+
+def test_fathom_curves_have_its_rewards_and_tool_counts(tmp_path: Path) -> None:
+    history = [
+        {
+            "loss": 0.0,
+            "step": 1,
+            "rewards/format_gate/mean": 0.25,
+            "tools/call_frequency": 1.5,
+            "tools/failure_frequency": 0.5,
+        }
+    ]
+    history[0].update({"rewards/reward/mean": 0.0, "reward": 0.0625})  # TRL's weighted total
+    curves = parts.step_curves(history, ["format_gate", "correctness", "reward"])
+    assert curves["format_gate"] == [0.25] and curves["correctness"] == [None]
+    assert curves["reward"] == [0.0]  # the environment's combined reward, not TRL's total
+    assert curves["tool_calls"] == [1.5] and curves["tool_failures"] == [0.5]
+    assert "tool_calls" not in parts.step_curves([{"loss": 0.0, "step": 1}])
+    advantages = {"step": [1.0], "std": [1.0], "abs_mean": [1.0], "zero_groups": [0.0]}
+    run = {"advantage": "gdpo", "seed": 0, "reward_keys": ["format_gate", "correctness"]}
+    path = tmp_path / "curves.png"
+    parts.plot_runs([{**run, "curves": curves, "advantages": advantages}], path)
+    assert path.read_bytes().startswith(b"\x89PNG")
+
+
 def test_advantage_curves_from_completions_files(tmp_path: Path) -> None:
     for step, adv in ((2, [0.0, 0.0, 1.0, -1.0]), (1, [0.5, -0.5, 0.0, 0.0])):
         table = pa.table({"step": [step] * 4, "advantage": adv})
