@@ -169,6 +169,22 @@ def read_advantages(completions_dir: Path) -> dict[int, list[float]]:
     return tables
 
 
+def read_completions(completions_dir: Path) -> list[dict[str, Any]]:
+    """Every completion TRL logged (`log_completions`), steps in order: the step, the question
+    (the prompt's last user message; the system prompt is the launcher file's), the completion's
+    messages (with tool results), each reward and the advantage."""
+    import pyarrow.parquet as pq
+
+    rows: list[dict[str, Any]] = []
+    for path in sorted(completions_dir.glob("completions_*.parquet")):
+        for row in pq.read_table(path).to_pylist():
+            prompt = row.pop("prompt")
+            users = [m for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+            question = users[-1]["content"] if users else prompt
+            rows.append({"step": row.pop("step"), "question": question, **row})
+    return rows
+
+
 def resolved_config(
     base: Mapping[str, Any],
     *,

@@ -53,6 +53,7 @@ from grpo_gdpo_parts import (
     pass_at_k,
     plot_runs,
     read_advantages,
+    read_completions,
     read_jsonl,
     resolved_config,
     runs_markdown,
@@ -409,7 +410,8 @@ def _timed_launch(toml_path: Path) -> list[dict[str, float]]:
 
 
 def cmd_report(opts: argparse.Namespace) -> dict[str, Any]:
-    """One JSON and one PNG over every eval and run: the table the docs show."""
+    """One JSON and one PNG over every eval and run: the table the docs show; beside them, each
+    run's logged completions as one JSONL file."""
     evals = [json.loads(Path(p).read_text()) for p in opts.evals]
     runs = []
     for directory in map(Path, opts.runs):
@@ -417,6 +419,10 @@ def cmd_report(opts: argparse.Namespace) -> dict[str, Any]:
         if (directory / "log_history.json").is_file():  # the curves, from the log itself
             history = json.loads((directory / "log_history.json").read_text())
             run["curves"] = step_curves(history, run.get("reward_keys", REWARD_KEYS))
+        rollouts = read_completions(directory / "completions")
+        if rollouts:  # what each step's completions were, beside the curves
+            name = f"completions-{run['advantage']}-{run['seed']}.jsonl"
+            write_jsonl(opts.out / name, rollouts)
         if run.get("weight_change") is None:  # a run written before the check existed
             model = tomllib.loads(run["launch_toml"])["model"]
             run["weight_change"] = weight_change(directory, model)

@@ -195,7 +195,8 @@ _PREPARE_JINJA = r"""
 def chat_template(base: str) -> str:
     """A Jinja chat template that renders tools and tool calls exactly as `prepare_messages` (with
     the "schemas" preamble) followed by `base` does, for trainers that render conversations
-    themselves (TRL's tool loop). `base` is a template with roles and text only."""
+    themselves (TRL's tool loop). `base` is a template with roles and text only. Arguments given
+    as a JSON string are written as given, not re-encoded (TRL's calls carry objects)."""
     return _PREPARE_JINJA.replace("DONE", json.dumps(_DONE)) + base
 
 

@@ -174,6 +174,33 @@ def test_fathom_curves_have_its_rewards_and_tool_counts(tmp_path: Path) -> None:
     assert path.read_bytes().startswith(b"\x89PNG")
 
 
+def test_completions_keep_the_question_messages_rewards_and_advantage(tmp_path: Path) -> None:
+    prompt = [
+        {"role": "system", "content": "the launcher's prompt"},
+        {"role": "user", "content": "Question: who?"},
+    ]
+    completion = [
+        {"role": "assistant", "content": "<tool_call>{...}</tool_call>"},
+        {"role": "tool", "content": "(no output)"},
+    ]
+    for step in (2, 1):
+        table = pa.table(
+            {
+                "step": [step],
+                "prompt": [prompt],
+                "completion": [completion],
+                "format_gate": [1.0],
+                "advantage": [0.5],
+            }
+        )
+        pq.write_table(table, tmp_path / f"completions_{step:05d}.parquet")
+    rows = parts.read_completions(tmp_path)
+    assert [r["step"] for r in rows] == [1, 2]
+    assert rows[0]["question"] == "Question: who?" and rows[0]["completion"] == completion
+    assert (rows[0]["format_gate"], rows[0]["advantage"]) == (1.0, 0.5)
+    assert parts.read_completions(tmp_path / "none") == []
+
+
 def test_advantage_curves_from_completions_files(tmp_path: Path) -> None:
     for step, adv in ((2, [0.0, 0.0, 1.0, -1.0]), (1, [0.5, -0.5, 0.0, 0.0])):
         table = pa.table({"step": [step] * 4, "advantage": adv})
