@@ -36,6 +36,13 @@ _DONE = (
     "done."
 )
 
+# The "schemas" preamble around the schemas, one per line (also inside `chat_template`).
+_SCHEMAS_HEAD = "You can call these tools (JSON schemas):\n"
+_SCHEMAS_TAIL = (
+    "\nTo call a tool, write exactly one block per call:\n"
+    f'{OPEN}{{"name": "TOOL_NAME", "arguments": {{"ARG": "VALUE"}}}}{CLOSE}\n{_DONE}'
+)
+
 PREAMBLES = ("schemas", "calls")
 """How the preamble describes the tools: "schemas" lists each tool's JSON schema and one generic
 block; "calls" shows, for each tool, its description and a block with its own argument names
@@ -58,13 +65,7 @@ def tool_preamble(tools: list[dict[str, Any]], style: str = "schemas") -> str:
         lines += ['Put your own values in place of "...".', _DONE]
         return "\n".join(lines)
     schemas = "\n".join(json.dumps(_function(t), ensure_ascii=False) for t in tools)
-    return (
-        "You can call these tools (JSON schemas):\n"
-        f"{schemas}\n"
-        "To call a tool, write exactly one block per call:\n"
-        f'{OPEN}{{"name": "TOOL_NAME", "arguments": {{"ARG": "VALUE"}}}}{CLOSE}\n'
-        f"{_DONE}"
-    )
+    return f"{_SCHEMAS_HEAD}{schemas}{_SCHEMAS_TAIL}"
 
 
 def _function(tool: dict[str, Any]) -> dict[str, Any]:
@@ -177,10 +178,7 @@ _PREPARE_JINJA = r"""
     {%- set fn = t.function if t is mapping and t.function is mapping else {'name': t | string} -%}
     {%- set ns.schemas = ns.schemas + [fn | tojson] -%}
   {%- endfor -%}
-  {%- set preamble = 'You can call these tools (JSON schemas):\n' ~ (ns.schemas | join('\n'))
-      ~ '\nTo call a tool, write exactly one block per call:\n'
-      ~ '<tool_call>{"name": "TOOL_NAME", "arguments": {"ARG": "VALUE"}}</tool_call>\n'
-      ~ DONE -%}
+  {%- set preamble = SCHEMAS_HEAD ~ (ns.schemas | join('\n')) ~ SCHEMAS_TAIL -%}
   {%- if ns.turns and ns.turns[0].role == 'system' -%}
     {%- set system = (ns.turns[0].content ~ '\n\n' ~ preamble) | trim -%}
     {%- set ns.turns = [{'role': 'system', 'content': system}] + ns.turns[1:] -%}
@@ -197,7 +195,9 @@ def chat_template(base: str) -> str:
     the "schemas" preamble) followed by `base` does, for trainers that render conversations
     themselves (TRL's tool loop). `base` is a template with roles and text only. Arguments given
     as a JSON string are written as given, not re-encoded (TRL's calls carry objects)."""
-    return _PREPARE_JINJA.replace("DONE", json.dumps(_DONE)) + base
+    # The preamble's fixed text goes in as Jinja string literals (JSON's escapes are Jinja's).
+    prepare = _PREPARE_JINJA.replace("SCHEMAS_HEAD", json.dumps(_SCHEMAS_HEAD))
+    return prepare.replace("SCHEMAS_TAIL", json.dumps(_SCHEMAS_TAIL)) + base
 
 
 RESPONSE_TEMPLATE: dict[str, Any] = {
