@@ -62,8 +62,19 @@ build_trl_venv() {
     fi
 }
 
-# The three venvs are independent: build them at once (downloads and unpacking overlap).
+# The rollout viewer's browser tests drive Debian's Chromium (tests/envtools/
+# test_viewer_browser.py); as root (CI) it is installed when missing, elsewhere they skip without it.
+install_chromium() {
+    command -v chromium >/dev/null 2>&1 && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    fi
+}
+
+# The three venvs and the browser are independent: build them at once (downloads overlap).
 pids=()
+install_chromium & pids+=("$!")
 build_matrix_venv 0.2.0 & pids+=("$!")
 build_matrix_venv 0.4.0 & pids+=("$!")
 build_trl_venv & pids+=("$!")

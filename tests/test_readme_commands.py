@@ -211,8 +211,16 @@ def check_built_dist(copy: Path) -> None:
 RUNS: dict[str, Run] = {
     # The default evaluation takes about a minute: run once, inside the quickstart.
     "quickstart-evaluate": Run(
-        ("python -m pip install uv && uv run python -m envtools.evaluate",),
-        expect={"outputs/eval/report.md": 20, "outputs/eval/rollouts.jsonl": 36},
+        (
+            "python -m pip install uv && uv run python -m envtools.evaluate",
+            "uv run python -m envtools.viewer outputs/eval                                  "
+            "# an evaluation's folder (its transcripts.jsonl)",
+        ),
+        expect={
+            "outputs/eval/report.md": 20,
+            "outputs/eval/rollouts.jsonl": 36,
+            "outputs/eval/viewer.html": 20,
+        },
         says=("# fathom-rlm evaluation",),
         also_runs=("uv run python -m envtools.evaluate",),
     ),
@@ -446,7 +454,29 @@ _LOCAL_MODEL = (
     "of CPU per real rollout; tests/envtools/test_local_model.py starts the server and runs one "
     "episode per environment there"
 )
+_VIEWER = (
+    "needs a run's own folder or file; tests/envtools/test_viewer.py runs the command on saved "
+    "runs of that form (tests/envtools/fixtures/viewer)"
+)
+_VIEWER_MEASURE = (
+    "a measurement in headless Chromium that rewrites the results page and the screenshots the "
+    "docs show; tests/envtools/test_viewer_browser.py drives the same browser"
+)
 NOT_RUN: dict[str, str] = {
+    "uv run python -m envtools.viewer PATH": _MENTION,
+    (
+        "uv run python -m envtools.viewer outputs/evals/gsm8k-multireward--MODEL/RUN    "
+        "# a legacy vf-eval -s run (its results.jsonl)"
+    ): _VIEWER,
+    (
+        "uv run python -m envtools.viewer outputs/openenv-fathom.jsonl --out "
+        "outputs/openenv-fathom.html"
+    ): _VIEWER,
+    "uv run python benchmarks/viewer_load.py": _VIEWER_MEASURE,
+    (
+        "uv run python benchmarks/viewer_load.py --out docs/results/viewer-load.md "
+        "--screenshots docs/assets"
+    ): _VIEWER_MEASURE,
     (
         ".venvs/trl/bin/pip install torch==2.13.0+cpu   # the CPU build: see docs/training.md, "
         "Installs"

@@ -221,8 +221,9 @@ def endpoint_contender(
 
 TRANSCRIPT_KEY = "transcript"
 """The key of `run_one`'s result holding what the model wrote: the task row, the root messages
-(system, question, assistant and tool turns) and every model reply in call order, root and
-sub-calls, each with its usage and finish reason (what `envtools.replay` feeds back)."""
+(system, question, assistant and tool turns), every model reply in call order, root and
+sub-calls, each with its usage and finish reason (what `envtools.replay` feeds back), and every
+sub-call with its prompt, slice, depth, caller and conversation (what `envtools.viewer` nests)."""
 
 
 def recording_chat(chat: ChatFn, replies: list[dict[str, Any]]) -> ChatFn:
@@ -279,7 +280,13 @@ async def run_one(
         out |= {"row_id": row.row_id, "answer_kind": row.answer_kind}
     transcript: list[dict[str, Any]] = []
     replies: list[dict[str, Any]] = []
-    out[TRANSCRIPT_KEY] = {"task_row": row.to_json(), "messages": transcript, "replies": replies}
+    sub_calls: list[dict[str, Any]] = []
+    out[TRANSCRIPT_KEY] = {
+        "task_row": row.to_json(),
+        "messages": transcript,
+        "replies": replies,
+        "sub_calls": sub_calls,
+    }
     start = time.perf_counter()
     try:
         # Generated in a worker thread (once per seed even when rollouts ask at the same time),
@@ -287,7 +294,14 @@ async def run_one(
         document = await document_text(row)
         chat = recording_chat(contender.chat, replies)
         record = await asyncio.wait_for(
-            run_rollout(document, task_question(row), chat, caps, transcript=transcript),
+            run_rollout(
+                document,
+                task_question(row),
+                chat,
+                caps,
+                transcript=transcript,
+                sub_transcripts=sub_calls,
+            ),
             timeout_s,
         )
         config = RewardConfig.from_caps(caps)

@@ -19,9 +19,11 @@ that share; bad arguments exit 2.
 
 Outputs under `--out`: report.md (also printed to stdout), results.json, rollouts.jsonl (one small
 summary per rollout, never the document), transcripts.jsonl (what each policy wrote: one line per
-rollout with its task row, the root conversation and every model reply in call order, root and
-sub-calls, with usage and finish reason; `--no-transcripts` leaves it out, e.g. for a large run:
-tool outputs in it quote the document) and accuracy_vs_tokens.png (only when some policy
+rollout with its task row, the root conversation, every model reply in call order, root and
+sub-calls, with usage and finish reason, and every sub-call's own conversation;
+`--no-transcripts` leaves it out, e.g. for a large run: tool outputs in it quote the document),
+viewer.html (every rollout to look at in a browser, opened from disk: `envtools.viewer`; long
+texts folded, so it is written either way) and accuracy_vs_tokens.png (only when some policy
 completed rollouts; there is nothing to draw otherwise). `python -m envtools.replay` re-scores
 the transcripts through the loop and reward and checks each saved score.
 """
@@ -46,7 +48,7 @@ from fathom_rlm.agent import RolloutCaps
 from fathom_rlm.documents import SPLIT_SIZES, TaskRecord
 from fathom_rlm.userdata import FORMATS
 
-from envtools import cli
+from envtools import cli, viewer
 from envtools.eval_report import (
     CHART_NAME,
     METRIC_KEYS,
@@ -83,6 +85,7 @@ from envtools.policies.fathom.attacks import choice_letters
 from envtools.policies.fathom.overlap_reader import reading_any_text
 from envtools.stats import DEFAULT_RESAMPLES
 from envtools.user_rows import load_user_rows, refuse_generated_options
+from envtools.viewer.rollouts import fathom_rollout
 
 __all__ = [
     "CHART_NAME",
@@ -188,13 +191,15 @@ def run_evaluation(
     with (out_dir / "rollouts.jsonl").open("w") as f:
         for r in rollouts:
             f.write(json.dumps(r) + "\n")
-    if save_transcripts:
-        with (out_dir / TRANSCRIPTS_NAME).open("w") as f:
-            for r, transcript in zip(rollouts, transcripts, strict=True):
-                named = {k: r[k] for k in TRANSCRIPT_NAMING}
-                f.write(json.dumps({**named, **transcript}, default=repr) + "\n")
-    else:
-        (out_dir / TRANSCRIPTS_NAME).unlink(missing_ok=True)
+    title = ", ".join(names) if len(names) <= 3 else f"{len(names)} policies"
+    _write_conversations(
+        out_dir,
+        rollouts,
+        transcripts,
+        save_transcripts=save_transcripts,
+        title=f"fathom-rlm evaluation: {title}",
+        about=f"{len(rollouts)} rollouts · {config.get('command', '')}",
+    )
     (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out_dir / "report.md").write_text(render_report(results))
     if results["chart"]:
@@ -206,6 +211,29 @@ def run_evaluation(
 
 TRANSCRIPT_NAMING = ("policy", "task", "ended_by", "error", "scores")
 """The keys of a rollout copied onto its transcript line: which one it is and what it scored."""
+
+
+def _write_conversations(
+    out_dir: Path,
+    rollouts: Sequence[dict[str, Any]],
+    transcripts: Sequence[dict[str, Any]],
+    *,
+    save_transcripts: bool,
+    title: str,
+    about: str,
+) -> None:
+    """transcripts.jsonl (or no old one left behind) and the viewer, from the same lines."""
+    lines = [
+        json.dumps({**{k: r[k] for k in TRANSCRIPT_NAMING}, **transcript}, default=repr)
+        for r, transcript in zip(rollouts, transcripts, strict=True)
+    ]
+    if save_transcripts:
+        (out_dir / TRANSCRIPTS_NAME).write_text("".join(line + "\n" for line in lines))
+    else:
+        (out_dir / TRANSCRIPTS_NAME).unlink(missing_ok=True)
+    # The viewer folds long texts and never holds the document, so it is written either way.
+    rollout_views = [fathom_rollout(json.loads(line)) for line in lines]
+    viewer.write(out_dir / viewer.VIEWER_NAME, rollout_views, title=title, about=about)
 
 
 def _task_entry(index: int, row: TaskRecord) -> dict[str, Any]:
@@ -483,7 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     chart = f", {CHART_NAME}" if results["chart"] else " (no chart: nothing completed)"
     transcripts = f", {TRANSCRIPTS_NAME}" if args.transcripts else ""
     print(
-        f"\nwrote {args.out}/report.md, results.json, rollouts.jsonl{transcripts}{chart} "
+        f"\nwrote {args.out}/report.md, results.json, rollouts.jsonl{transcripts}, "
+        f"{viewer.VIEWER_NAME}{chart} "
         f"in {results['environment']['wall_s']:.0f} s",
         file=sys.stderr,
     )

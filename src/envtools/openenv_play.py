@@ -183,6 +183,7 @@ async def play(args: argparse.Namespace) -> list[dict[str, Any]]:
                 episode = await game(client, args, task_index, token)
             except Exception as exc:  # an endpoint or server failure stays with its episode
                 episode = {"task": task_index, "error": f"{type(exc).__name__}: {exc}"}
+            episode["policy"] = args.model
             episode["wall_s"] = round(time.perf_counter() - started, 1)
             episodes.append(episode)
     return episodes

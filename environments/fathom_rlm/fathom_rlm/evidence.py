@@ -30,7 +30,7 @@ def evidence_recall(record: RolloutRecord, spans: Sequence[Sequence[int]], docum
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-def _support_pieces(spans: Sequence[Sequence[int]], document: str) -> list[str]:
+def support_pieces(spans: Sequence[Sequence[int]], document: str) -> list[str]:
     """The sentences (20+ characters) of the supporting spans."""
     pieces = (p.strip() for s, e in spans for p in _SENTENCE_END.split(document[int(s) : int(e)]))
     return [p for p in pieces if len(p) >= 20]
@@ -41,7 +41,7 @@ def reading_depth(record: RolloutRecord, spans: Sequence[Sequence[int]], documen
     the recursion term credits). A level whose sub-call read only other text (60 characters of
     chapter 1 handed down to count as a level) earns nothing. Without spans (nothing to
     support), every level that read text counts (`RolloutRecord.depth_used`)."""
-    pieces = _support_pieces(spans, document)
+    pieces = support_pieces(spans, document)
     if not pieces:
         return record.depth_used
     depth = 0

@@ -146,6 +146,47 @@ def is_question_copy(answer: str, question: str) -> bool:
     return bool(a) and bool(q) and (_contains_words(q, a) or _contains_words(a, q))
 
 
+VETOES = ("no_answer", "untouched_document", "no_evidence_seen", "over_length", "copies_question")
+"""Why an answer earns no correctness whatever it says, in the order they are checked."""
+
+
+def _vetoes(
+    answer: str | None,
+    *,
+    touched_document: bool,
+    evidence_seen: bool,
+    max_chars: int,
+    copies_question: bool,
+) -> list[str]:
+    stripped = (answer or "").strip()
+    fired = {
+        "no_answer": not stripped,
+        "untouched_document": not touched_document,
+        "no_evidence_seen": not evidence_seen,
+        "over_length": len(stripped) > max_chars,
+        "copies_question": bool(stripped) and copies_question,
+    }
+    return [name for name in VETOES if fired[name]]
+
+
+def _copies_synthetic_question(answer: str | None, gold: str, question: str) -> bool:
+    """The copy veto of a synthetic row: it spares only the canonical gold itself, which the
+    generator guarantees is not in the question."""
+    stripped = (answer or "").strip()
+    return (
+        bool(question)
+        and _normalize(stripped) != _normalize(gold)
+        and is_question_copy(stripped, question)
+    )
+
+
+def _holds_user_question(answer: str | None, question: str) -> bool:
+    """The copy veto of a user row: the answer holds the whole question (a user question may
+    contain its own answer, such as a choice, so a part of it is graded)."""
+    a = _normalize((answer or "").strip())
+    return bool(a) and _contains_words(a, _normalize(question))
+
+
 def correctness(
     answer: str | None,
     gold: str,
@@ -156,27 +197,27 @@ def correctness(
     evidence_seen: bool = True,
     max_answer_chars: int = 64,
 ) -> float:
-    """1 iff the normalised answer equals the normalised gold or an alias, with three vetoes.
+    """1 iff the normalised answer equals the normalised gold or an alias, unless a veto fires.
 
     0 when the document was never touched, when no supporting evidence was ever shown (the
     caller decides, see `evidence_seen`), when the stripped answer is longer than
-    `max_answer_chars`, or when it copies the question (`is_question_copy`). The copy veto
-    spares only the canonical gold itself, which the generator guarantees is not in the question.
+    `max_answer_chars`, or when it copies the question (`is_question_copy`); `VETOES` names
+    them. The copy veto spares only the canonical gold itself, which the generator guarantees
+    is not in the question.
     """
-    if answer is None or not touched_document or not evidence_seen:
+    vetoes = _vetoes(
+        answer,
+        touched_document=touched_document,
+        evidence_seen=evidence_seen,
+        max_chars=max_answer_chars,
+        copies_question=_copies_synthetic_question(answer, gold, question),
+    )
+    if answer is None or vetoes:
         return 0.0
-    answer = answer.strip()
-    if not answer or len(answer) > max_answer_chars:
-        return 0.0
-    a = _normalize(answer)
-    if not a:
-        return 0.0
-    gold_norm = _normalize(gold)
-    if question and a != gold_norm and is_question_copy(answer, question):
-        return 0.0
-    accepted = {gold_norm, *(_normalize(x) for x in aliases)}
+    a = _normalize(answer.strip())
+    accepted = {_normalize(gold), *(_normalize(x) for x in aliases)}
     accepted.discard("")
-    return 1.0 if a in accepted else 0.0
+    return 1.0 if a and a in accepted else 0.0
 
 
 def token_budget(tokens: float, oracle: float, k: float = 3.0) -> float:
@@ -282,17 +323,46 @@ def user_correctness(
     choices of a multiple-choice row), so an answer that is a part of the question is graded."""
     from fathom_rlm.userdata.grading import answer_char_cap, grade_answer
 
-    if answer is None or not touched_document or not evidence_seen:
+    vetoes = _vetoes(
+        answer,
+        touched_document=touched_document,
+        evidence_seen=evidence_seen,
+        max_chars=answer_char_cap(task, max_answer_chars),
+        copies_question=_holds_user_question(answer, task.question),
+    )
+    if answer is None or vetoes:
         return 0.0, 0.0
-    answer = answer.strip()
-    if not answer or len(answer) > answer_char_cap(task, max_answer_chars):
-        return 0.0, 0.0
-    # Normalised, the choice "A" is empty (an article); the copy check needs words to compare.
-    a, q = _normalize(answer), _normalize(task.question)
-    if a and _contains_words(a, q):
-        return 0.0, 0.0
-    grade = grade_answer(answer, task)
+    grade = grade_answer(answer.strip(), task)
     return float(grade.correct), float(grade.partial or 0.0)
+
+
+def correctness_vetoes(
+    answer: str | None,
+    task: TaskRecord,
+    *,
+    touched_document: bool,
+    evidence_seen: bool,
+    config: RewardConfig | None = None,
+) -> list[str]:
+    """The vetoes (`VETOES`) that fire for this answer on this row: each one alone makes
+    `graded_answer` pay no correctness, whatever the answer says. `evidence_seen` is the
+    reward's (True on a user row that names no evidence)."""
+    cfg = config or RewardConfig()
+    if task.source == "user":
+        from fathom_rlm.userdata.grading import answer_char_cap
+
+        max_chars = answer_char_cap(task, cfg.max_answer_chars)
+        copies = _holds_user_question(answer, task.question)
+    else:
+        max_chars = cfg.max_answer_chars
+        copies = _copies_synthetic_question(answer, task.answer, task.question)
+    return _vetoes(
+        answer,
+        touched_document=touched_document,
+        evidence_seen=evidence_seen,
+        max_chars=max_chars,
+        copies_question=copies,
+    )
 
 
 def graded_answer(

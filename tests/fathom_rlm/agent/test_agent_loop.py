@@ -199,6 +199,46 @@ def test_depth_accounting_with_nested_sub_calls() -> None:
     assert record.touched_document
 
 
+def test_sub_transcripts_nest_every_sub_call_under_its_caller_and_change_no_count() -> None:
+    def script() -> Script:
+        return Script(
+            tools_msg(call("llm", {"prompt": "Where?", "slice": "0:200"})),
+            tools_msg(call("repl", {"code": "print(llm('Where?', doc[0:60]))"})),
+            answer("Denhan (depth 2, from REPL)"),
+            tools_msg(call("llm", {"prompt": "Where else?", "slice": "10:80"})),
+            answer("Denhan (depth 2, tool)"),
+            answer("Denhan"),
+            answer("Denhan"),
+        )
+
+    subs: list[dict[str, Any]] = []
+    traced = asyncio.run(
+        run_rollout(DOCUMENT, "Where did Orin Vale live?", script(), sub_transcripts=subs)
+    )
+    plain = rollout(script())
+    assert traced.to_dict() == plain.to_dict()  # the log is for readers, never for the record
+    shape = [
+        (s["index"], s["parent"], s["turn"], s["depth"], s["kind"], s["origin"], s["slice"])
+        for s in subs
+    ]
+    # The depth-1 agent was started by the root's first reply; its first reply's cell made the
+    # REPL sub-call and its second reply the tool's, whose range maps back to the document.
+    assert shape == [
+        (0, None, 1, 1, "rlm", "tool", [0, 200]),
+        (1, 0, 1, 2, "plain", "repl", None),
+        (2, 0, 2, 2, "plain", "tool", [10, 80]),
+    ]
+    assert [s["prompt"] for s in subs] == ["Where?", "Where?", "Where else?"]
+    child = subs[0]["messages"]
+    roles = ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [m["role"] for m in child] == roles
+    assert child[-1]["content"] == "<answer>Denhan</answer>"
+    reader = subs[2]["messages"]
+    assert [m["role"] for m in reader] == ["system", "user", "assistant"]
+    assert DOCUMENT[10:80] in reader[1]["content"]
+    assert reader[2]["content"] == "<answer>Denhan (depth 2, tool)</answer>"
+
+
 def test_sub_calls_can_have_their_own_chat() -> None:
     root = Script(tools_msg(call("llm", {"prompt": "Where?", "slice": "0:200"})), answer("Denhan"))
     sub = Script(answer("Denhan"))

@@ -12,6 +12,7 @@ from fathom_rlm.rewards import (
     RewardConfig,
     combined_reward,
     correctness,
+    correctness_vetoes,
     evidence_recall,
     format_gate,
     oracle_tokens,
@@ -260,3 +261,46 @@ def test_recursion_credits_only_levels_that_read_support() -> None:
         scores = score_rollout(record, replace(row, depth=1), document=document)
         assert scores["depth_used"] == 1.0
         assert scores["recursion_efficiency"] == expected, read
+
+
+SYNTHETIC = TaskRecord(
+    question="Which master schooled the creator of the Trothox Sextant?",
+    answer="Dyjirn Shoudo",
+    aliases=("Shoudo",),
+    seed=1,
+    family="multi_hop",
+    depth=1,
+    spans=((0, 10),),
+    doc_tokens=16_000,
+    region=None,
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "touched", "seen", "vetoes"),
+    [
+        ("Dyjirn Shoudo", True, True, []),
+        ("Dyjirn Shoudo", False, True, ["untouched_document"]),
+        ("Dyjirn Shoudo", True, False, ["no_evidence_seen"]),
+        (None, True, True, ["no_answer"]),
+        ("   ", False, False, ["no_answer", "untouched_document", "no_evidence_seen"]),
+        ("Dyjirn Shoudo " + "x" * 60, True, True, ["over_length"]),
+        ("Trothox Sextant", True, True, ["copies_question"]),
+        ("Detrum Zudrothoux", True, True, []),  # wrong, but no veto: it simply does not match
+    ],
+)
+def test_correctness_vetoes_name_every_reason_that_pays_nothing(
+    answer: str | None, touched: bool, seen: bool, vetoes: list[str]
+) -> None:
+    named = correctness_vetoes(answer, SYNTHETIC, touched_document=touched, evidence_seen=seen)
+    assert named == vetoes
+    paid = correctness(
+        answer,
+        SYNTHETIC.answer,
+        SYNTHETIC.aliases,
+        question=SYNTHETIC.question,
+        touched_document=touched,
+        evidence_seen=seen,
+    )
+    # A named veto always means 0; the gold without one is paid.
+    assert paid == (1.0 if not vetoes and answer == SYNTHETIC.answer else 0.0)

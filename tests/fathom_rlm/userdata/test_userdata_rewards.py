@@ -9,7 +9,14 @@ import math
 import pytest
 from fathom_rlm.agent import RolloutRecord
 from fathom_rlm.documents import TaskRecord, build_split, get_document
-from fathom_rlm.rewards import SCORE_NAMES, RewardConfig, oracle_tokens, score_rollout
+from fathom_rlm.rewards import (
+    SCORE_NAMES,
+    RewardConfig,
+    correctness_vetoes,
+    graded_answer,
+    oracle_tokens,
+    score_rollout,
+)
 from fathom_rlm.userdata import records_from_rows
 
 DOC = (
@@ -144,3 +151,23 @@ def test_user_rows_keep_the_vetoes_that_do_not_need_a_label() -> None:
     two = RolloutRecord(final_message="<answer>A</answer><answer>B</answer>", touched_document=True)
     assert score_rollout(two, task)["format_gate"] == 0.0
     assert score_rollout(_answered("A" * 100), _user())["correctness"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("answer", "touched", "vetoes"),
+    [
+        ("Isolde Varga", True, []),
+        ("Isolde Varga", False, ["untouched_document"]),
+        ("Who kept the lighthouse log? Isolde Varga", True, ["copies_question"]),
+        ("Isolde Varga " + "y" * 80, True, ["over_length"]),
+        ("", True, ["no_answer"]),
+    ],
+)
+def test_user_row_vetoes_agree_with_its_grade(
+    answer: str, touched: bool, vetoes: list[str]
+) -> None:
+    task, config = _user(), RewardConfig()
+    named = correctness_vetoes(answer, task, touched_document=touched, evidence_seen=True)
+    assert named == vetoes
+    correct, _ = graded_answer(answer, task, touched, True, config)
+    assert correct == (0.0 if vetoes else 1.0)

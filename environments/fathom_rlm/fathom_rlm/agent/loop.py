@@ -36,18 +36,22 @@ async def run_rollout(
     sub_chat: ChatFn | None = None,
     record: RolloutRecord | None = None,
     transcript: list[Message] | None = None,
+    sub_transcripts: list[dict] | None = None,
 ) -> RolloutRecord:
     """Run one rollout and return its record; every sandbox it opened is closed on any exit.
 
     `chat` serves the root turns, `sub_chat` (default: `chat`) every sub-call at any depth, so a
     caller can give sub-calls their own sampling. Pass a `record` to keep what was counted even
     when the rollout is interrupted (the record fills in as it runs), and a list as `transcript`
-    to receive the root messages (system, question, assistant and tool turns).
+    to receive the root messages (system, question, assistant and tool turns), and one as
+    `sub_transcripts` to receive every sub-call with its conversation (`RolloutTools`).
     """
     caps = caps or RolloutCaps()
     messages = transcript if transcript is not None else []
     messages[:] = initial_messages(len(document), question, caps)
-    async with RolloutTools(document, sub_chat or chat, caps, record=record) as tools:
+    async with RolloutTools(
+        document, sub_chat or chat, caps, record=record, sub_transcripts=sub_transcripts
+    ) as tools:
 
         async def execute(call, index: int) -> str:  # type: ignore[no-untyped-def]
             return await tools.call(call.name, call.arguments, index_in_turn=index)

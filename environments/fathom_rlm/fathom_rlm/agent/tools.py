@@ -83,10 +83,14 @@ class RolloutTools:
         caps: RolloutCaps | None = None,
         *,
         record: RolloutRecord | None = None,
+        sub_transcripts: list[dict[str, Any]] | None = None,
     ) -> None:
         self.caps = caps or RolloutCaps()
         self.chat = chat
         self.record = record or RolloutRecord()
+        self.sub_transcripts = sub_transcripts
+        """When a list: one entry per sub-call as it starts (`_sub_transcript`), its conversation
+        filled in as it runs; for a viewer or a trainer, never read by the reward."""
         self.record.document_chars = len(document)
         self._root = AgentContext(document, 0, 0)
         self._open: list[AgentContext] = []
@@ -317,10 +321,11 @@ class RolloutTools:
         sub = SubCallRecord(depth, kind, origin, source, len(text), len(prompt))
         record.sub_calls.append(sub)
         record.depth_reached = max(record.depth_reached, depth)
+        messages = self._sub_transcript(ctx, sub, prompt, root_range)
         if kind == "plain":
-            answer = await self._reader_call(prompt, text, root_range, sub)
+            answer = await self._reader_call(prompt, text, root_range, sub, messages)
         else:
-            final = await self._recursive_call(prompt, text, depth, root_range, sub)
+            final = await self._recursive_call(prompt, text, depth, root_range, sub, messages)
             if final is None:
                 return "(the sub-call used all its turns without answering)"
             answer = sub_call_answer(final)
@@ -330,6 +335,38 @@ class RolloutTools:
         if len(answer) > caps.max_sub_answer_chars:
             answer = answer[: caps.max_sub_answer_chars] + " [cut]"
         return answer
+
+    def _sub_transcript(
+        self,
+        ctx: AgentContext,
+        sub: SubCallRecord,
+        prompt: str,
+        root_range: tuple[int, int] | None,
+    ) -> list[Message]:
+        """The list the sub-call's conversation goes into; logged when `sub_transcripts` is a
+        list. `parent` is the index of the calling sub-call (None for the root) and `turn` the
+        caller's model reply (1-based) whose tool call or cell started it."""
+        messages: list[Message] = []
+        if self.sub_transcripts is not None:
+            # By identity: two sub-calls may hold equal fields.
+            calls = self.record.sub_calls
+            parent = next((i for i, s in enumerate(calls) if s is ctx.sub), None)
+            self.sub_transcripts.append(
+                {
+                    "index": len(self.record.sub_calls) - 1,
+                    "parent": parent,
+                    "turn": ctx.sub.turns if ctx.sub is not None else self.record.turns,
+                    "depth": sub.depth,
+                    "kind": sub.kind,
+                    "origin": sub.origin,
+                    "slice_source": sub.slice_source,
+                    "slice": list(root_range) if root_range is not None else None,
+                    "slice_chars": sub.slice_chars,
+                    "prompt": prompt,
+                    "messages": messages,
+                }
+            )
+        return messages
 
     def _sub_reply_counter(self, sub: SubCallRecord, child: AgentContext | None) -> Any:
         """The callback that books each model reply of a sub-call (and what its child read)."""
@@ -348,7 +385,12 @@ class RolloutTools:
         return on_reply
 
     async def _reader_call(
-        self, prompt: str, text: str, root_range: tuple[int, int] | None, sub: SubCallRecord
+        self,
+        prompt: str,
+        text: str,
+        root_range: tuple[int, int] | None,
+        sub: SubCallRecord,
+        transcript: list[Message],
     ) -> str:
         """A sub-call at the depth cap: one plain model call with the slice in its prompt."""
         record = self.record
@@ -365,9 +407,11 @@ class RolloutTools:
             {"role": "system", "content": prompts.reader_system_prompt(self.caps)},
             prompts.reader_message(prompt, text),
         ]
+        transcript.extend(request)
         reply = await self.chat(request, None)
         self._sub_reply_counter(sub, None)(request, None, reply)
         message, _ = normalize_assistant(getattr(reply, "message", None), 0)
+        transcript.append(message)
         return sub_call_answer(message["content"])
 
     async def _recursive_call(
@@ -377,8 +421,10 @@ class RolloutTools:
         depth: int,
         root_range: tuple[int, int] | None,
         sub: SubCallRecord,
+        messages: list[Message],
     ) -> str | None:
-        """A sub-call below the depth cap: a child loop with its own tools over the slice.
+        """A sub-call below the depth cap: a child loop with its own tools over the slice, its
+        conversation kept in `messages`.
 
         Returns the child's final message, None when it used all its turns without one.
         """
@@ -386,7 +432,7 @@ class RolloutTools:
         child = AgentContext(text, depth, root_range[0] if root_range else None, sub)
         self._open.append(child)
         try:
-            messages: list[Message] = [
+            messages[:] = [
                 {"role": "system", "content": prompts.sub_system_prompt(len(text), depth, caps)},
                 prompts.question_message(prompt),
             ]

@@ -1,0 +1,70 @@
+"""Saved rollouts read from files: JSONL (a rollout a line), JSON (one or a list), or a folder
+(an `envtools.evaluate` output or a `vf-eval -s` run)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from envtools.viewer.rollouts import READERS, sniff
+
+FOLDER_FILES = ("transcripts.jsonl", "results.jsonl")
+"""What a folder is read for: an `envtools.evaluate` output, or a `vf-eval -s` run."""
+
+
+def _lines(path: Path) -> list[tuple[str, Any]]:
+    """(where, decoded value) of every rollout in a file; ValueError names what is wrong."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        value = json.loads(text)
+        items = value if isinstance(value, list) else [value]
+        return [(f"{path} item {i + 1}", item) for i, item in enumerate(items)]
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                out.append((f"{path} line {number}", json.loads(line)))
+            except ValueError as exc:
+                raise ValueError(f"{path} line {number}: not JSON ({exc})") from None
+    return out
+
+
+def _saved_model(path: Path) -> str | None:
+    """The model a `vf-eval -s` run names in the metadata.json beside its results.jsonl."""
+    metadata = path.parent / "metadata.json"
+    if path.name != "results.jsonl" or not metadata.is_file():
+        return None
+    try:
+        model = json.loads(metadata.read_text()).get("model")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return model if isinstance(model, str) else None
+
+
+def load(paths: Sequence[Path], *, source: str | None = None, env: str | None = None) -> list:
+    """The view rollouts of every file, in order; ValueError names the file and line at fault."""
+    rollouts = []
+    for path in paths:
+        if path.is_dir():
+            inside = [path / name for name in FOLDER_FILES if (path / name).is_file()]
+            if not inside:
+                raise ValueError(f"{path}: a folder holding none of {', '.join(FOLDER_FILES)}")
+            path = inside[0]
+        try:
+            entries = _lines(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path}: cannot be read ({exc})") from None
+        except ValueError as exc:
+            raise ValueError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from None
+        model = _saved_model(path)
+        for where, entry in entries:
+            if not isinstance(entry, dict):
+                raise ValueError(f"{where}: a rollout is a JSON object, not {type(entry).__name__}")
+            try:
+                reader = READERS[source or sniff(entry)]
+                rollouts.append(reader({"model": model, **entry} if model else entry, env))
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise ValueError(f"{where}: {exc}") from None
+    return rollouts

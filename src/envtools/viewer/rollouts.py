@@ -1,0 +1,554 @@
+"""Saved rollouts of either environment, read into the one shape the viewer page draws.
+
+Every source is read into a list of *view rollouts* (plain JSON-safe dicts):
+
+* fathom-rlm: `envtools.evaluate`'s transcripts.jsonl (and the real-model fixtures, one such
+  line in a JSON file), legacy `vf-eval -s` results.jsonl, TRL completions logs and
+  `envtools.openenv_play` episodes;
+* gsm8k-multireward: legacy `vf-eval -s` results.jsonl, TRL completions logs and
+  `envtools.openenv_play` episodes, and the real-model fixtures.
+
+A view rollout holds the question, the gold and the answer given, the ending, every reward
+component, the correctness vetoes that fired (`fathom_rlm.rewards.correctness_vetoes`), mistakes
+by kind (`envtools.mistakes`), the root turns (each tool result with its error kind) and the
+sub-calls (prompt, slice, depth, caller and their own turns). Long texts are folded here, so a
+page of a long run stays small: a text keeps its head, its tail and the evidence around every
+supporting sentence it shows, and says how much was left out. The document itself is never
+embedded; it is only regenerated (synthetic rows) or read from the document store (user rows)
+to find the supporting sentences, which are marked wherever a tool output or a sub-call's slice
+shows them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from fathom_rlm.agent.tools import NO_OUTPUT
+
+from envtools import mistakes
+from envtools.tool_calls import text_of
+
+FATHOM = "fathom-rlm"
+GSM8K = "gsm8k-multireward"
+
+KEEP_CHARS = 2_400
+"""A text longer than this is folded to its head, its tail and the windows around its marks."""
+HEAD_CHARS = 1_200
+TAIL_CHARS = 600
+MARK_CONTEXT = 160
+"""Characters kept on each side of a marked supporting sentence inside a folded text."""
+MAX_MARKS = 24
+"""Marks kept per text (a long output that repeats the evidence keeps its first ones)."""
+
+OUTCOMES = ("right", "wrong", "failed")
+
+
+# ---------------------------------------------------------------------------------- texts
+
+
+def find_marks(text: str, pieces: Sequence[str]) -> list[list[int]]:
+    """Every (start, end) where one of `pieces` occurs in `text`, overlaps merged, in order."""
+    found: list[list[int]] = []
+    for piece in pieces:
+        start = text.find(piece)
+        while start >= 0:
+            found.append([start, start + len(piece)])
+            start = text.find(piece, start + 1)
+    found.sort()
+    merged: list[list[int]] = []
+    for start, end in found:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged[:MAX_MARKS]
+
+
+def fold(text: str, marks: Sequence[Sequence[int]] = ()) -> dict[str, Any]:
+    """`{"text", "marks", "chars"}`: the text, or its head, tail and the windows around its marks
+    joined by a line saying how many characters were left out; marks point into what is kept."""
+    if len(text) <= KEEP_CHARS:
+        return {"text": text, "marks": [list(m) for m in marks], "chars": len(text)}
+    windows = [(0, HEAD_CHARS), (len(text) - TAIL_CHARS, len(text))]
+    windows += [(max(0, s - MARK_CONTEXT), min(len(text), e + MARK_CONTEXT)) for s, e in marks]
+    windows.sort()
+    kept: list[list[int]] = []
+    for start, end in windows:
+        if kept and start <= kept[-1][1]:
+            kept[-1][1] = max(kept[-1][1], end)
+        else:
+            kept.append([start, end])
+    parts: list[str] = []
+    offsets: list[tuple[int, int, int]] = []  # (start in text, end in text, start in output)
+    position = 0
+    for start, end in kept:
+        if start > position:
+            parts.append(f"\n[… {start - position:,} characters not kept in the viewer …]\n")
+        offsets.append((start, end, sum(len(p) for p in parts)))
+        parts.append(text[start:end])
+        position = end
+    moved = []
+    for s, e in marks:
+        for start, end, out in offsets:
+            if start <= s and e <= end:
+                moved.append([out + s - start, out + e - start])
+                break
+    return {"text": "".join(parts), "marks": moved, "chars": len(text)}
+
+
+def folded(text: str, pieces: Sequence[str] = ()) -> dict[str, Any]:
+    """`text` folded, with the supporting `pieces` it shows marked."""
+    return fold(text, find_marks(text, pieces) if pieces else [])
+
+
+# ------------------------------------------------------------------------------ messages
+
+
+def _arguments_text(arguments: Any) -> str:
+    """A call's arguments for reading: `repl` code as code, other JSON indented, raw text as is."""
+    if isinstance(arguments, str):
+        try:
+            decoded = json.loads(arguments)
+        except ValueError:
+            return arguments
+    else:
+        decoded = arguments
+    if isinstance(decoded, dict) and set(decoded) == {"code"} and isinstance(decoded["code"], str):
+        return decoded["code"]
+    try:
+        return json.dumps(decoded, indent=1, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(decoded)
+
+
+def _decoded(value: Any) -> Any:
+    """A field as saved: an object or list saved as JSON text decoded, anything else as is."""
+    if not isinstance(value, str) or value[:1] not in ("[", "{"):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _openai_call(call: Any) -> dict[str, Any]:
+    """A tool call in the OpenAI shape, from that shape or a flat `{"id", "name", "arguments"}`
+    (as JSON text: legacy verifiers saves its calls so)."""
+    call = _decoded(call)
+    if not isinstance(call, Mapping):
+        return {"function": {"name": "", "arguments": str(call)}}
+    if isinstance(call.get("function"), Mapping):
+        return dict(call)
+    return {"id": call.get("id"), "function": {k: call.get(k) for k in ("name", "arguments")}}
+
+
+def normal_messages(messages: Any) -> list[dict[str, Any]]:
+    """A saved conversation as a list of OpenAI-shaped message dicts."""
+    messages = _decoded(messages)
+    if isinstance(messages, str):
+        return [{"role": "assistant", "content": messages}]
+    out = []
+    for message in messages if isinstance(messages, list) else []:
+        if not isinstance(message, Mapping):
+            continue
+        message = dict(message)
+        if message.get("tool_calls"):
+            message["tool_calls"] = [_openai_call(c) for c in message["tool_calls"]]
+        out.append(message)
+    return out
+
+
+def view_turns(
+    messages: Iterable[Mapping[str, Any]], pieces: Sequence[str] = ()
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The turns of one conversation after its system prompt (returned apart), as the page
+    draws them: each assistant reply with its calls (numbered from 1), each tool result with its
+    error kind and the supporting sentences it shows marked."""
+    turns: list[dict[str, Any]] = []
+    system = None
+    reply = 0
+    for message in messages:
+        role = message.get("role")
+        text = text_of(message.get("content"))
+        if role == "system" and system is None and not turns:
+            system = text
+        elif role == "assistant":
+            reply += 1
+            calls = []
+            for call in message.get("tool_calls") or []:
+                function = (call.get("function") if isinstance(call, Mapping) else None) or {}
+                calls.append(
+                    {
+                        "name": str(function.get("name") or ""),
+                        "arguments": fold(_arguments_text(function.get("arguments"))),
+                    }
+                )
+            turns.append({"role": "assistant", "reply": reply, "text": fold(text), "calls": calls})
+        elif role == "tool":
+            kind = "printed_nothing" if text == NO_OUTPUT else mistakes.tool_error_kind(text)
+            turns.append(
+                {
+                    "role": "tool",
+                    "name": str(message.get("name") or ""),
+                    "text": folded(text, () if kind else pieces),
+                    "error_kind": kind,
+                }
+            )
+        else:
+            turns.append({"role": str(role), "text": folded(text, pieces)})
+    return turns, system
+
+
+# ------------------------------------------------------------------------------- fathom
+
+
+def _fathom_task(row: Mapping[str, Any] | None) -> Any:
+    if not row:
+        return None
+    from fathom_rlm.documents import TaskRecord
+
+    try:
+        return TaskRecord.from_json(row)
+    except ValueError:
+        return None
+
+
+def supporting_pieces(task: Any) -> list[str]:
+    """The supporting sentences of a fathom task, from its regenerated document (synthetic) or
+    the document store (user rows); none when the task names no evidence or its text is gone."""
+    if task is None or not task.spans:
+        return []
+    from fathom_rlm.documents.store import UnknownDocumentError, task_document
+    from fathom_rlm.evidence import support_pieces
+
+    try:
+        document = task_document(task)
+    except (UnknownDocumentError, OSError, ValueError):
+        return []
+    return support_pieces(task.spans, document)
+
+
+def fathom_vetoes(answer: str | None, task: Any, scores: Mapping[str, float] | None) -> list[str]:
+    """The correctness vetoes that fired, from the rollout's own scores (empty without them)."""
+    if task is None or not scores or "touched_document" not in scores:
+        return []
+    from fathom_rlm.rewards import correctness_vetoes
+
+    evidence = bool(scores.get("evidence_seen")) or not scores.get("evidence_applicable", 1.0)
+    return correctness_vetoes(
+        answer,
+        task,
+        touched_document=bool(scores["touched_document"]),
+        evidence_seen=evidence,
+    )
+
+
+def _sub_calls(entries: Iterable[Mapping[str, Any]], pieces: Sequence[str]) -> list[dict]:
+    out = []
+    for entry in entries:
+        turns, system = view_turns(entry.get("messages") or [], pieces)
+        out.append(
+            {
+                "index": entry.get("index"),
+                "parent": entry.get("parent"),
+                "turn": entry.get("turn"),
+                "depth": entry.get("depth"),
+                "kind": entry.get("kind"),
+                "origin": entry.get("origin"),
+                "slice": entry.get("slice"),
+                "slice_source": entry.get("slice_source"),
+                "slice_chars": entry.get("slice_chars"),
+                "prompt": fold(str(entry.get("prompt") or "")),
+                "system": system,
+                "turns": turns,
+            }
+        )
+    return out
+
+
+def _outcome(error: Any, correct: float | None) -> str:
+    if error:
+        return "failed"
+    return "right" if correct else "wrong"
+
+
+def fathom_rollout(
+    line: Mapping[str, Any],
+    *,
+    task_row: Mapping[str, Any] | None = None,
+    policy: str | None = None,
+    question: str | None = None,
+) -> dict[str, Any]:
+    """One fathom-rlm rollout: an `envtools.evaluate` transcript line or anything of its shape
+    (`messages`, optionally `replies`, `sub_calls`, `scores`, `ended_by`, `error`)."""
+    from fathom_rlm.agent.answer import answer_blocks, single_answer
+
+    row = task_row if task_row is not None else line.get("task_row")
+    task = _fathom_task(row)
+    pieces = supporting_pieces(task)
+    messages = normal_messages(line.get("messages") or [])
+    turns, system = view_turns(messages, pieces)
+    replies = [m for m in messages if m.get("role") == "assistant"]
+    final = text_of(replies[-1].get("content")) if replies else None
+    answer = single_answer(final) if line.get("ended_by") == "answer" else None
+    if answer is None and final and line.get("ended_by") == "answer":
+        blocks = answer_blocks(final)
+        answer = " | ".join(blocks) if blocks else None
+    scores = line.get("scores") or {}
+    asked = question or (task.question if task is not None else _user_text(messages))
+    return {
+        "env": FATHOM,
+        "policy": str(line.get("policy") or policy or "?"),
+        "task": line.get("task"),
+        "family": task.family if task is not None else None,
+        "question": asked,
+        "gold": task.answer if task is not None else None,
+        "aliases": list(task.aliases) if task is not None else [],
+        "answer": answer,
+        "ending": str(line.get("ended_by") or ("error" if line.get("error") else "unknown")),
+        "error": line.get("error"),
+        "outcome": _outcome(line.get("error"), scores.get("correctness")),
+        "reward": scores.get("reward"),
+        "scores": dict(scores),
+        "vetoes": fathom_vetoes(answer, task, scores),
+        "tokens": scores.get("total_tokens"),
+        "tool_errors": int(scores.get("tool_errors") or 0),
+        "mistakes": dict(mistakes.fathom_mistakes({**line, "messages": messages})),
+        "system": system,
+        "turns": turns,
+        "sub_calls": _sub_calls(line.get("sub_calls") or [], pieces),
+        "evidence": len(pieces),
+    }
+
+
+def _user_text(messages: Iterable[Mapping[str, Any]]) -> str | None:
+    for message in messages:
+        if message.get("role") == "user":
+            return text_of(message.get("content"))
+    return None
+
+
+# ------------------------------------------------------------------------------- gsm8k
+
+
+def gsm8k_rollout(
+    *,
+    question: str | None,
+    completion: str,
+    gold: str | None,
+    scores: Mapping[str, float],
+    policy: str,
+    truncated: bool = False,
+    task: Any = None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    """One gsm8k-multireward completion: its text, the boxed answer the grader reads, the gold
+    and both rewards."""
+    from gsm8k_multireward.parsing import extract_answer
+
+    return {
+        "env": GSM8K,
+        "policy": policy,
+        "task": task,
+        "family": None,
+        "question": question,
+        "gold": gold,
+        "aliases": [],
+        "answer": extract_answer(completion),
+        "ending": "error" if error else ("truncated" if truncated else "answer"),
+        "error": error,
+        "outcome": _outcome(error, scores.get("correct_answer")),
+        "reward": scores.get("reward"),
+        "scores": dict(scores),
+        "vetoes": [],
+        "tokens": scores.get("completion_tokens"),
+        "tool_errors": 0,
+        "mistakes": dict(mistakes.gsm8k_mistakes(completion, truncated=truncated)),
+        "system": None,
+        "turns": [{"role": "assistant", "reply": 1, "text": fold(completion), "calls": []}],
+        "sub_calls": [],
+        "evidence": 0,
+    }
+
+
+# ------------------------------------------------------------------------------ sources
+
+GSM8K_SCORES = ("correct_answer", "length_reward", "reward")
+
+
+def _which_env(scores: Mapping[str, Any], env: str | None) -> str:
+    if env is not None:
+        return env
+    return GSM8K if "correct_answer" in scores else FATHOM
+
+
+def from_eval_line(line: Mapping[str, Any], env: str | None = None) -> dict[str, Any]:
+    """An `envtools.evaluate` transcript line, or a real-model fixture (either environment)."""
+    if "task_row" in line:
+        return fathom_rollout(line)
+    scores = line.get("scores") or {}
+    completion = line.get("completion")
+    text = completion if isinstance(completion, str) else _last_reply(completion or [])
+    return gsm8k_rollout(
+        question=_user_text(line.get("prompt") or []),
+        completion=text,
+        gold=line.get("answer"),
+        scores={**scores, "completion_tokens": line.get("completion_tokens")},
+        policy=str(line.get("policy") or "model"),
+        truncated=bool(line.get("is_truncated")),
+    )
+
+
+def _last_reply(messages: Sequence[Mapping[str, Any]]) -> str:
+    replies = [m for m in messages if m.get("role") == "assistant"]
+    return text_of(replies[-1].get("content")) if replies else ""
+
+
+VF_ENDINGS = {"answered": "answer", "no_tools_called": "answer", "max_turns_reached": "max_turns"}
+"""Legacy verifiers' `stop_condition` names as the loop's endings (others are kept as named)."""
+
+
+def from_vf_eval(line: Mapping[str, Any], env: str | None = None) -> dict[str, Any]:
+    """A row of legacy `vf-eval -s` results.jsonl: scores under `metrics` and beside the row,
+    the fathom task row in `info` (an object, or its JSON text)."""
+    metrics = dict(_decoded(line.get("metrics")) or {})
+    for key, value in line.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in metrics:
+            metrics[key] = value
+    metrics["reward"] = line.get("reward", metrics.get("reward"))
+    metrics.pop("example_id", None)
+    prompt = normal_messages(line.get("prompt") or [])
+    completion = normal_messages(line.get("completion") or [])
+    policy = str(line.get("model") or "model")
+    usage = _decoded(line.get("token_usage")) or {}
+    error = line.get("error")
+    error = str(error) if error else None
+    if _which_env(metrics, env) == GSM8K:
+        return gsm8k_rollout(
+            question=_user_text(prompt),
+            completion=_last_reply(completion),
+            gold=str(line.get("answer")) if line.get("answer") is not None else None,
+            scores={**metrics, "completion_tokens": usage.get("output_tokens")},
+            policy=policy,
+            truncated=bool(line.get("is_truncated")),
+            task=line.get("example_id"),
+            error=error,
+        )
+    row = _decoded(line.get("info"))
+    stop = line.get("stop_condition")
+    if line.get("is_truncated"):
+        ended = "truncated"
+    elif stop:
+        ended = VF_ENDINGS.get(stop, stop)
+    elif completion and completion[-1].get("role") == "assistant":
+        ended = "answer"
+    else:
+        ended = "max_turns"
+    rollout = {
+        "policy": policy,
+        "task": line.get("example_id"),
+        "messages": [*prompt, *completion],
+        "scores": metrics,
+        "ended_by": ended,
+        "error": error,
+    }
+    return fathom_rollout(rollout, task_row=row if isinstance(row, Mapping) else None)
+
+
+def from_trl_completion(line: Mapping[str, Any], env: str | None = None) -> dict[str, Any]:
+    """A row of a TRL completions log (`training/gsm8k_grpo_gdpo.py report` gathers them): the
+    step, the question, the completion and every logged reward and the advantage."""
+    scores = {k: v for k, v in line.items() if isinstance(v, (int, float)) and k != "step"}
+    completion = line.get("completion")
+    policy = f"step {line.get('step')}"
+    question = line.get("question")
+    if isinstance(question, str) and question.startswith("Question: "):
+        question = question[len("Question: ") :]
+    if _which_env(scores, env) == GSM8K:
+        text = completion if isinstance(completion, str) else _last_reply(completion or [])
+        return gsm8k_rollout(
+            question=question, completion=text, gold=None, scores=scores, policy=policy
+        )
+    messages = completion if isinstance(completion, list) else []
+    if isinstance(completion, str):
+        messages = [{"role": "assistant", "content": completion}]
+    ended = "answer" if messages and messages[-1].get("role") == "assistant" else "max_turns"
+    if messages and messages[-1].get("tool_calls"):
+        ended = "max_turns"
+    rollout = {"policy": policy, "messages": messages, "scores": scores, "ended_by": ended}
+    view = fathom_rollout(rollout, question=question)
+    view["step"] = line.get("step")
+    return view
+
+
+def from_openenv_episode(line: Mapping[str, Any], env: str | None = None) -> dict[str, Any]:
+    """An `envtools.openenv_play` episode (the server never sends the gold: it is not shown)."""
+    scores = line.get("scores") or {}
+    error = line.get("error")
+    if _which_env(scores, env) == GSM8K:
+        messages = line.get("messages") or []
+        replies = line.get("replies") or [{}]
+        usage = replies[-1].get("usage") or {}
+        return gsm8k_rollout(
+            question=_user_text(messages),
+            completion=_last_reply(messages),
+            gold=None,
+            scores={**scores, "completion_tokens": usage.get("completion_tokens")},
+            policy=str(line.get("policy") or "model"),
+            truncated=line.get("ended_by") == "length",
+            task=line.get("task"),
+            error=error,
+        )
+    return fathom_rollout({**line, "policy": line.get("policy") or "model"})
+
+
+READERS = {
+    "evaluate": from_eval_line,
+    "vf-eval": from_vf_eval,
+    "trl": from_trl_completion,
+    "openenv": from_openenv_episode,
+}
+"""Every source by the name `--source` takes."""
+
+
+def sniff(line: Mapping[str, Any]) -> str:
+    """The source a saved line comes from, by its keys."""
+    if "task_row" in line or ("source" in line and "prompt" in line and "scores" in line):
+        return "evaluate"
+    if "step" in line and "completion" in line:
+        return "trl"
+    if "prompt" in line and "completion" in line:
+        return "vf-eval"
+    if "replies" in line or ("task" in line and "error" in line):
+        return "openenv"
+    raise ValueError(
+        "not a saved rollout this viewer reads (an envtools.evaluate transcript, a vf-eval -s "
+        f"result, a TRL completions log or an openenv_play episode); its keys: {sorted(line)[:12]}"
+    )
+
+
+def summary(rollouts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The glance at a run: correctness by family and policy, endings and mistakes by kind."""
+    by_family: dict[str, dict[str, list[int]]] = {}
+    for r in rollouts:
+        family = r["family"] or r["env"]
+        cell = by_family.setdefault(family, {}).setdefault(r["policy"], [0, 0])
+        cell[0] += r["outcome"] == "right"
+        cell[1] += 1
+    endings = Counter(r["ending"] for r in rollouts)
+    found: Counter[str] = Counter()
+    for r in rollouts:
+        found.update(r["mistakes"])
+    order = [*mistakes.KINDS, *mistakes.GSM8K_KINDS]
+    kinds = sorted(found, key=lambda k: (order.index(k) if k in order else len(order), k))
+    return {
+        "rollouts": len(rollouts),
+        "policies": sorted({r["policy"] for r in rollouts}),
+        "outcomes": {o: sum(r["outcome"] == o for r in rollouts) for o in OUTCOMES},
+        "correct_by_family": {f: by_family[f] for f in sorted(by_family)},
+        "endings": dict(endings.most_common()),
+        "mistakes": {k: found[k] for k in kinds},
+    }
