@@ -469,6 +469,10 @@ NOT_RUN: dict[str, str] = {
         "# a legacy vf-eval -s run (its results.jsonl)"
     ): _VIEWER,
     (
+        "uv run python -m envtools.viewer outputs/fathom-rlm--MODEL--RUN                "
+        "# a verifiers v1 run (its traces.jsonl)"
+    ): _VIEWER,
+    (
         "uv run python -m envtools.viewer outputs/openenv-fathom.jsonl --out "
         "outputs/openenv-fathom.html"
     ): _VIEWER,

@@ -189,6 +189,31 @@ def test_a_legacy_vf_eval_gsm8k_row_reads_with_its_boxed_answer() -> None:
     assert view["scores"]["length_reward"] == line["length_reward"]
 
 
+def test_a_v1_trace_reads_with_each_branch_under_the_reply_it_follows() -> None:
+    (episode,) = jsonl(SAVED / "v1-fathom" / "traces.jsonl")
+    (trace,) = episode["traces"]
+    (view,) = viewer.load([SAVED / "v1-fathom"])
+    assert view["policy"] == "fathom-reference"
+    assert view["gold"] == trace["task"]["data"]["row"]["answer"]
+    assert view["reward"] == trace["rewards"]["reward"]["score"]
+    assert view["ending"] == trace["info"]["fathom"]["ended_by"] == "answer"
+    # The root's own chain of nodes, and one branch per sub-call it made.
+    starts = [n for n in trace["nodes"] if n.get("parent") is None]
+    assert len(view["sub_calls"]) == len(starts) - 1 == trace["metrics"]["llm_calls"]
+    root_replies = [t for t in view["turns"] if t["role"] == "assistant"]
+    assert len(root_replies) == trace["metrics"]["turns"]
+    # Every branch came from a cell of the root's second reply (a map of llm() over sections).
+    assert {s["turn"] for s in view["sub_calls"]} == {2}
+    calls = [
+        c
+        for s in view["sub_calls"]
+        for t in s["turns"]
+        if t["role"] == "assistant"
+        for c in t["calls"]
+    ]
+    assert calls and all(c["name"] == "repl" for c in calls)
+
+
 def test_trl_completions_read_by_step_with_their_tool_turns() -> None:
     path = SAVED / "trl-fathom-completions.jsonl"
     lines = jsonl(path)

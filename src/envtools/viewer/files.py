@@ -10,8 +10,9 @@ from typing import Any
 
 from envtools.viewer.rollouts import READERS, sniff
 
-FOLDER_FILES = ("transcripts.jsonl", "results.jsonl")
-"""What a folder is read for: an `envtools.evaluate` output, or a `vf-eval -s` run."""
+FOLDER_FILES = ("transcripts.jsonl", "results.jsonl", "traces.jsonl")
+"""What a folder is read for: an `envtools.evaluate` output, a legacy `vf-eval -s` run, a
+verifiers v1 run."""
 
 
 def _lines(path: Path) -> list[tuple[str, Any]]:

@@ -3,10 +3,9 @@
 Every source is read into a list of *view rollouts* (plain JSON-safe dicts):
 
 * fathom-rlm: `envtools.evaluate`'s transcripts.jsonl (and the real-model fixtures, one such
-  line in a JSON file), legacy `vf-eval -s` results.jsonl, TRL completions logs and
-  `envtools.openenv_play` episodes;
-* gsm8k-multireward: legacy `vf-eval -s` results.jsonl, TRL completions logs and
-  `envtools.openenv_play` episodes, and the real-model fixtures.
+  line in a JSON file), legacy `vf-eval -s` results.jsonl, verifiers v1 traces.jsonl, TRL
+  completions logs and `envtools.openenv_play` episodes;
+* gsm8k-multireward: the same saved forms but the evaluation's, and the real-model fixtures.
 
 A view rollout holds the question, the gold and the answer given, the ending, every reward
 component, the correctness vetoes that fired (`fathom_rlm.rewards.correctness_vetoes`), mistakes
@@ -249,7 +248,7 @@ def fathom_vetoes(answer: str | None, task: Any, scores: Mapping[str, float] | N
 def _sub_calls(entries: Iterable[Mapping[str, Any]], pieces: Sequence[str]) -> list[dict]:
     out = []
     for entry in entries:
-        turns, system = view_turns(entry.get("messages") or [], pieces)
+        turns, system = view_turns(normal_messages(entry.get("messages") or []), pieces)
         out.append(
             {
                 "index": entry.get("index"),
@@ -505,9 +504,87 @@ def from_openenv_episode(line: Mapping[str, Any], env: str | None = None) -> dic
     return fathom_rollout({**line, "policy": line.get("policy") or "model"})
 
 
+def trace_conversations(nodes: Sequence[Mapping[str, Any]]) -> list[list[int]]:
+    """The conversations of a verifiers v1 trace as lists of node indices, the root agent's
+    first: each starts at a node without a parent and follows its latest child (a sub-call's
+    branch starts a new one)."""
+    children: dict[int, int] = {}
+    for index, node in enumerate(nodes):
+        parent = node.get("parent")
+        if isinstance(parent, int):
+            children[parent] = index  # the latest child wins
+    conversations = []
+    for index, node in enumerate(nodes):
+        if node.get("parent") is not None:
+            continue
+        chain: list[int] = []
+        at: int | None = index
+        while at is not None and len(chain) <= len(nodes):
+            chain.append(at)
+            at = children.get(at)
+        conversations.append(chain)
+    return conversations
+
+
+def from_v1_episode(line: Mapping[str, Any], env: str | None = None) -> dict[str, Any]:
+    """An episode of verifiers v1's traces.jsonl (`eval`, or `vf-eval` from 0.4.0): the root
+    conversation, and every sub-call's branch as a sub-call under the root reply it follows in
+    the trace (a trace records neither a branch's caller nor its depth)."""
+    trace = (line.get("traces") or [{}])[0]
+    scores = {name: r.get("score") for name, r in (trace.get("rewards") or {}).items()}
+    scores.update(trace.get("metrics") or {})
+    data = (trace.get("task") or {}).get("data") or {}
+    agent = (trace.get("agent") or {}).get("config") or {}
+    policy = str(agent.get("model") or "model")
+    errors = [*(line.get("errors") or []), *(trace.get("errors") or [])]
+    error = "; ".join(str(e.get("message", e) if isinstance(e, Mapping) else e) for e in errors)
+    nodes = trace.get("nodes") or []
+    chains = trace_conversations(nodes)
+
+    def messages(chain: list[int]) -> list[dict[str, Any]]:
+        return [dict(nodes[i].get("message") or {}) for i in chain]
+
+    root = messages(chains[0]) if chains else []
+    if _which_env(scores, env) == GSM8K:
+        return gsm8k_rollout(
+            question=data.get("prompt") or _user_text(root),
+            completion=_last_reply(root),
+            gold=data.get("answer"),
+            scores=scores,
+            policy=policy,
+            truncated=trace.get("stop_condition") == "truncated",
+            error=error or None,
+        )
+    replies = [i for i in chains[0] if nodes[i].get("message", {}).get("role") == "assistant"]
+    subs = []
+    for number, chain in enumerate(chains[1:]):
+        conversation = messages(chain)
+        subs.append(
+            {
+                "index": number,
+                "parent": None,
+                "turn": sum(i < chain[0] for i in replies),
+                "kind": "branch of the trace",
+                "prompt": _user_text(conversation) or "",
+                "messages": conversation,
+            }
+        )
+    summary = (trace.get("info") or {}).get("fathom") or {}
+    rollout = {
+        "policy": policy,
+        "messages": root,
+        "scores": scores,
+        "ended_by": summary.get("ended_by") or ("error" if error else "unknown"),
+        "error": error or None,
+        "sub_calls": subs,
+    }
+    return fathom_rollout(rollout, task_row=data.get("row"))
+
+
 READERS = {
     "evaluate": from_eval_line,
     "vf-eval": from_vf_eval,
+    "v1": from_v1_episode,
     "trl": from_trl_completion,
     "openenv": from_openenv_episode,
 }
@@ -518,6 +595,8 @@ def sniff(line: Mapping[str, Any]) -> str:
     """The source a saved line comes from, by its keys."""
     if "task_row" in line or ("source" in line and "prompt" in line and "scores" in line):
         return "evaluate"
+    if "traces" in line:
+        return "v1"
     if "step" in line and "completion" in line:
         return "trl"
     if "prompt" in line and "completion" in line:
@@ -526,7 +605,8 @@ def sniff(line: Mapping[str, Any]) -> str:
         return "openenv"
     raise ValueError(
         "not a saved rollout this viewer reads (an envtools.evaluate transcript, a vf-eval -s "
-        f"result, a TRL completions log or an openenv_play episode); its keys: {sorted(line)[:12]}"
+        "result, a verifiers v1 trace, a TRL completions log or an openenv_play episode); its "
+        f"keys: {sorted(line)[:12]}"
     )
 
 

@@ -64,8 +64,14 @@ function systemPrompt(index) {
 }
 
 function subCallBlock(rollout, sub) {
-  const where = sub.slice ? `slice ${fmt(sub.slice[0])}–${fmt(sub.slice[1])}` : `${sub.slice_source} text`;
-  const label = `sub-call ${sub.index} · depth ${sub.depth} · ${sub.kind} · from ${sub.origin} · ${where} (${fmt(sub.slice_chars)} characters)`;
+  // Only what the saved form records (a v1 trace holds neither depth nor slice).
+  const parts = [`sub-call ${sub.index}`];
+  if (sub.depth != null) parts.push(`depth ${sub.depth}`);
+  if (sub.kind) parts.push(sub.kind);
+  if (sub.origin) parts.push(`from ${sub.origin}`);
+  if (sub.slice) parts.push(`slice ${fmt(sub.slice[0])}–${fmt(sub.slice[1])}`);
+  else if (sub.slice_source) parts.push(`${sub.slice_source} text`);
+  const label = parts.join(" · ") + (sub.slice_chars != null ? ` (${fmt(sub.slice_chars)} characters)` : "");
   const details = el("details", { class: "sub", "data-sub": String(sub.index) }, el("summary", { text: label }));
   details.append(el("div", { class: "who", text: "prompt" }), textBlock(sub.prompt));
   if (sub.system != null) details.append(systemPrompt(sub.system));
