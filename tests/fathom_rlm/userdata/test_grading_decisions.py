@@ -159,6 +159,12 @@ def test_numbers_read_words_exponents_and_units(gold: str, answer: str, correct:
         "answer: B and C",
         "(B) granite, or (C) slate",
         "B/C",
+        "B: or maybe C",
+        "B, or maybe C",
+        "B (perhaps C)",
+        "The answer is B, possibly C",
+        "B. Otherwise C.",
+        "answer: B or else C",
     ],
 )
 def test_a_choice_answer_naming_two_letters_earns_nothing(answer: str) -> None:
@@ -168,7 +174,15 @@ def test_a_choice_answer_naming_two_letters_earns_nothing(answer: str) -> None:
 
 @pytest.mark.parametrize(
     "answer",
-    ["B", "(B) A granite block", "B) dressed granite", "The answer is B because C is wrong"],
+    [
+        "B",
+        "(B) A granite block",
+        "B) dressed granite",
+        "The answer is B because C is wrong",
+        "B: so I think, or at least I hope",  # "I" is the pronoun, not a choice
+        "B: granite or slate, maybe both",  # a hedge between words, not between choices
+        "B. It is not C, perhaps because of the date",
+    ],
 )
 def test_a_choice_answer_naming_one_letter_is_read(answer: str) -> None:
     assert grade_answer(answer, _task("B", kind="choice")).correct

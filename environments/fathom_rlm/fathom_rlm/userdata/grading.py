@@ -21,7 +21,7 @@ kind accepts"); in short:
   accepted set; it is reported on its own (`list_partial_credit`), never as correctness;
 * ``choice``: the one letter the answer picks ("B", "(B)", "B) text", "B. text", "answer: b",
   "The answer is (B)", "option B"); an answer naming a second letter ("B or C", "(B) or (C)",
-  "choice B C D") picks none.
+  "choice B C D") or hedging towards one ("B: or maybe C", "B (perhaps D)") picks none.
 
 Every grader is linear in the answer's length and refuses answers longer than
 `MAX_GRADED_CHARS` (the reward's own length cap is far lower). Accepted answers are parsed
@@ -278,6 +278,20 @@ _LETTER_SAID = re.compile(
 _ANOTHER_MARKED = re.compile(r"[\[(]\s*[A-Za-z]\s*[\])]|(?<![\w'])[A-Za-z]\)")
 _ANOTHER_NEXT = re.compile(r"^\s*(?:(?:or|and|[,/&])\s*)?[\[(]?[A-Za-z](?![\w'])", re.IGNORECASE)
 _ANOTHER_JOINED = re.compile(r"^\s*(?:or|and|[,/&])\s*[\[(]?[A-Za-z](?![\w'])", re.IGNORECASE)
+# A hedge towards another choice anywhere after the first: "B: or maybe C", "B (perhaps D)".
+# The other letter is a capital standing alone ("I" is the pronoun, never read as a choice).
+_ANOTHER_HEDGED = re.compile(
+    r"\b(?:or|maybe|perhaps|possibly|probably|alternatively|otherwise|else)\b"
+    r"[^.;!?]*?(?<![\w'])[\[(]?[A-HJ-Z](?![\w'])",
+    re.IGNORECASE,
+)
+
+
+def _another_choice(rest: str, next_letter: re.Pattern[str]) -> bool:
+    """Whether the text after the picked letter names a second choice."""
+    if _ANOTHER_MARKED.search(rest) or next_letter.match(rest):
+        return True
+    return any(m[0][-1].isupper() for m in _ANOTHER_HEDGED.finditer(rest))
 
 
 def choice_letter(text: str) -> str | None:
@@ -290,16 +304,10 @@ def choice_letter(text: str) -> str | None:
         return m.group(1).upper()
     m = _LETTER_LEAD.match(text)
     if m:
-        rest = text[m.end() :]
-        if _ANOTHER_MARKED.search(rest) or _ANOTHER_JOINED.match(rest):
-            return None
-        return m.group(1).upper()
+        return None if _another_choice(text[m.end() :], _ANOTHER_JOINED) else m.group(1).upper()
     m = _LETTER_SAID.match(text)
     if m:
-        rest = text[m.end() :]
-        if _ANOTHER_MARKED.search(rest) or _ANOTHER_NEXT.match(rest):
-            return None
-        return m.group(1).upper()
+        return None if _another_choice(text[m.end() :], _ANOTHER_NEXT) else m.group(1).upper()
     return None
 
 
