@@ -23,7 +23,7 @@ from websockets.exceptions import ConnectionClosed
 FIXTURE = Path(__file__).parents[1] / "gsm8k_multireward" / "fixtures" / "adapters.jsonl"
 HONEST = "limits-honest-token-0123456789"
 FLOOD = "limits-flooding-token-0123456789"
-HEADER_TIMEOUT_S, BODY_TIMEOUT_S, MAX_CONNECTIONS = 1.0, 2.0, 40
+HEADER_TIMEOUT_S, BODY_TIMEOUT_S, MAX_CONNECTIONS, PER_ADDRESS = 1.0, 2.0, 40, 25
 MAX_JSON_VALUES, RESET_BURST = 1_000, 5
 MIB = 1 << 20
 
@@ -41,6 +41,7 @@ def server(module_openenv_server: Any, tmp_path_factory: pytest.TempPathFactory)
             *("--data", str(FIXTURE), "--token-file", str(tokens)),
             *("--header-timeout", str(HEADER_TIMEOUT_S), "--body-timeout", str(BODY_TIMEOUT_S)),
             *("--max-connections", str(MAX_CONNECTIONS)),
+            *("--max-connections-per-address", str(PER_ADDRESS)),
             *("--max-json-values", str(MAX_JSON_VALUES)),
             *("--client-reset-rate", "0.2", "--client-reset-burst", str(RESET_BURST)),
         ]
@@ -108,18 +109,19 @@ async def until_closed(reader: asyncio.StreamReader, limit_s: float = 60.0) -> b
 
 
 def test_connections_without_headers_are_capped_and_closed(server: Any) -> None:
-    """60 connections that send half a request, and one that sends its headers a byte every
-    0.2 s: those beyond the cap are closed at once (with a 503 when it arrives before the
-    reset), the others at the header deadline (the trickler too, although it keeps sending);
-    the server's descriptors stay under the cap and come back, and a client with a token is
-    served. Before, every one of them stayed open."""
+    """60 connections that send half a request, from three addresses (each under its own cap),
+    and one that sends its headers a byte every 0.2 s: those beyond the cap are closed at once
+    (with a 503 when it arrives before the reset), the others at the header deadline (the
+    trickler too, although it keeps sending); the server's descriptors stay under the cap and
+    come back, and a client with a token is served. Before, every one of them stayed open."""
     host, port = address(server.url)
     fds_before = server.open_fds()
 
     async def scenario() -> tuple[list[bytes], str, int, int]:
         held = []
-        for _ in range(60):
-            reader, writer = await asyncio.open_connection(host, port)
+        for i in range(60):
+            source = (f"127.0.0.{3 + i % 3}", 0)
+            reader, writer = await asyncio.open_connection(host, port, local_addr=source)
             writer.write(b"GET /schema HTTP/1.1\r\nHost: x\r\n")
             held.append((reader, writer))
         peak = server.open_fds()
@@ -152,6 +154,49 @@ def test_connections_without_headers_are_capped_and_closed(server: Any) -> None:
     assert after - fds_before < 5
     with httpx.Client(base_url=server.url, headers=auth(HONEST), timeout=30) as http:
         assert http.get("/schema").status_code == 200
+
+
+def test_one_address_cannot_hold_every_connection_slot(server: Any) -> None:
+    """One address opens 40 silent connections and reopens each as the server closes it, for
+    4 s (four header deadlines); meanwhile a client with a token, from another address, asks
+    30 times. Each ask is served: the flooding address holds at most its own cap, and its
+    connections beyond it are answered 503 `TOO_MANY_CONNECTIONS_FROM_ADDRESS` at once. Before,
+    such a flood kept the client out 29 times in 30."""
+    host, port = address(server.url)
+    flooder = ("127.0.0.6", 0)
+
+    async def flood(stop: asyncio.Event, refusals: list[bytes]) -> None:
+        async def hold() -> None:
+            while not stop.is_set():
+                reader, writer = await asyncio.open_connection(host, port, local_addr=flooder)
+                writer.write(b"GET /schema HTTP/1.1\r\nHost: x\r\n")  # never finished
+                received = await until_closed(reader)
+                if received:
+                    refusals.append(received)
+                writer.close()
+
+        holders = [asyncio.create_task(hold()) for _ in range(40)]
+        await stop.wait()
+        for task in holders:
+            task.cancel()
+        await asyncio.gather(*holders, return_exceptions=True)
+
+    async def scenario() -> tuple[list[int], list[bytes]]:
+        stop, refusals = asyncio.Event(), []
+        flooding = asyncio.create_task(flood(stop, refusals))
+        await asyncio.sleep(0.5)  # the flood is holding its connections
+        statuses = []
+        async with httpx.AsyncClient(base_url=server.url, headers=auth(HONEST)) as http:
+            for _ in range(30):
+                statuses.append((await http.get("/schema", timeout=30)).status_code)
+                await asyncio.sleep(0.1)
+        stop.set()
+        await flooding
+        return statuses, refusals
+
+    statuses, refusals = asyncio.run(scenario())
+    assert statuses == [200] * 30
+    assert refusals and all(b"TOO_MANY_CONNECTIONS_FROM_ADDRESS" in r for r in refusals)
 
 
 def test_a_body_that_trickles_in_gets_408(server: Any) -> None:
@@ -328,7 +373,8 @@ def test_forwarded_addresses_name_a_client_only_from_a_trusted_proxy(open_server
 def test_limit_flags_must_be_positive_and_proxies_addresses(start_failure: Any) -> None:
     from gsm8k_multireward.openenv.server.app import main
 
-    for flag in ("--header-timeout", "--body-timeout", "--max-connections", "--max-json-values"):
+    flags = ("--header-timeout", "--body-timeout", "--max-connections", "--max-json-values")
+    for flag in (*flags, "--max-connections-per-address"):
         message = start_failure(main, ["--data", str(FIXTURE), flag, "0"], {})
         assert f"{flag} must be positive" in message
     message = start_failure(main, ["--data", str(FIXTURE), "--trusted-proxies", "proxy.lan"], {})

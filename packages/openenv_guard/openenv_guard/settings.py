@@ -42,6 +42,10 @@ class GuardSettings:
     """A request body must arrive whole within this (408 `BODY_TIMEOUT`)."""
     max_connections: int = 512
     """Open connections (HTTP and WebSocket) at once; one more is answered 503 and closed."""
+    max_connections_per_address: int = 64
+    """Open connections from one address, before and after it authenticates; one more is
+    answered 503 and closed, so no address can hold every connection slot. A trusted proxy's
+    address is exempt (its clients are many)."""
     trusted_proxies: tuple[str, ...] = ()
     """Addresses or networks whose `X-Forwarded-For` names the client; none by default."""
     client_reset_rate: float = 10.0
@@ -76,6 +80,7 @@ class GuardSettings:
             f" max_message={self.max_message_bytes}B json_depth={self.max_json_depth}"
             f" json_values={self.max_json_values} header_timeout={self.header_timeout_s:g}s"
             f" body_timeout={self.body_timeout_s:g}s connections={self.max_connections}"
+            f" per_address={self.max_connections_per_address}"
             f" trusted_proxies={','.join(self.trusted_proxies) or 'none'}"
             f" sessions={self.max_sessions} per_client={self.max_sessions_per_client}"
             f" resets/client={self.client_reset_rate:g}/s burst {self.client_reset_burst}"
@@ -168,6 +173,9 @@ def add_guard_arguments(
     group.add_argument("--body-timeout", type=float, default=d.body_timeout_s, help="s, whole body")
     group.add_argument("--max-connections", type=int, default=d.max_connections)
     group.add_argument(
+        "--max-connections-per-address", type=int, default=d.max_connections_per_address
+    )
+    group.add_argument(
         "--trusted-proxies",
         default="",
         help="comma-separated addresses or networks whose X-Forwarded-For is believed (none)",
@@ -201,6 +209,7 @@ def guard_settings(args: argparse.Namespace) -> GuardSettings:
         header_timeout_s=args.header_timeout,
         body_timeout_s=args.body_timeout,
         max_connections=args.max_connections,
+        max_connections_per_address=args.max_connections_per_address,
         trusted_proxies=trusted_proxies(args.trusted_proxies),
         client_reset_rate=args.client_reset_rate,
         client_reset_burst=args.client_reset_burst or args.max_sessions,
@@ -227,6 +236,7 @@ def guard_settings(args: argparse.Namespace) -> GuardSettings:
         "--header-timeout": settings.header_timeout_s,
         "--body-timeout": settings.body_timeout_s,
         "--max-connections": settings.max_connections,
+        "--max-connections-per-address": settings.max_connections_per_address,
         "--client-reset-rate": settings.client_reset_rate,
         "--client-reset-burst": settings.client_reset_burst,
         "--max-session-life": settings.max_session_life_s,
