@@ -27,13 +27,15 @@ document, which would look like success; the raw terms are shown apart, only ove
 touched the document (`UNGATED_KEYS`), and stay in results.json."""
 UNGATED_KEYS: tuple[str, ...] = ("token_budget", "recursion_efficiency")
 METRIC_KEYS: tuple[str, ...] = ("total_tokens", "tool_calls", "evidence_recall", "depth_used")
-USER_METRIC_KEYS: tuple[str, ...] = (*METRIC_KEYS, "list_partial_credit")
-"""The metrics of a run on user rows: a list row's partial credit too."""
+USER_METRIC_KEYS: tuple[str, ...] = (*METRIC_KEYS, "list_partial_credit", "number_partial_credit")
+"""The metrics of a run on user rows: the partial credit of list rows and of number rows that
+give one (OOLONG's) too."""
 APPLICABLE: dict[str, str] = {
     "recursion_efficiency": "recursion_efficiency_applicable",
     "gated_recursion_efficiency": "recursion_efficiency_applicable",
     "evidence_recall": "evidence_applicable",
     "list_partial_credit": "list_partial_credit_applicable",
+    "number_partial_credit": "number_partial_credit_applicable",
 }
 """A score that does not apply to every row, and its flag: it is averaged over the rows where
 it applies (a user row without a depth or evidence says nothing about them)."""
@@ -275,9 +277,23 @@ def _with_n(e: Estimate) -> str:
     return "n/a (n 0)" if e.n == 0 else f"{e.format(3)} (n {e.n})"
 
 
-def _metrics_row(name: str, p: dict[str, Any]) -> list[str]:
+PARTIAL_CREDITS = {"list_partial_credit": "list", "number_partial_credit": "number"}
+"""The partial-credit metrics of user rows and the names of their columns."""
+
+
+def _partial_columns(policies: dict[str, Any]) -> list[str]:
+    """The partial-credit columns of a run: lists' on any run on user rows, numbers' when some
+    row gives number credit (an OOLONG numeric row)."""
+    metrics = [p["metrics"] for p in policies.values()]
+    shown = ["list_partial_credit"] if any("list_partial_credit" in m for m in metrics) else []
+    if any(m.get("number_partial_credit", {}).get("n") for m in metrics):
+        shown.append("number_partial_credit")
+    return shown
+
+
+def _metrics_row(name: str, p: dict[str, Any], partial: Sequence[str] = ()) -> list[str]:
     m = p["metrics"]
-    extra = [_estimate(m["list_partial_credit"]).format(2)] if "list_partial_credit" in m else []
+    extra = [_estimate(m[key]).format(2) if key in m else "n/a" for key in partial]
     return [
         name,
         _fmt_count(_estimate(m["total_tokens"])),
@@ -291,7 +307,7 @@ def _metrics_row(name: str, p: dict[str, Any]) -> list[str]:
 
 
 def _metrics_table(policies: dict[str, Any]) -> list[str]:
-    partial = any("list_partial_credit" in p["metrics"] for p in policies.values())
+    partial = _partial_columns(policies)
     return _table(
         "Metrics",
         "Over completed rollouts. Tokens are every model call of the rollout (root and sub-calls,"
@@ -306,9 +322,9 @@ def _metrics_table(policies: dict[str, Any]) -> list[str]:
             "depth used",
             "tool errors",
             "ended by",
-            *(["list partial credit"] if partial else []),
+            *(f"{PARTIAL_CREDITS[key]} partial credit" for key in partial),
         ],
-        [_metrics_row(name, p) for name, p in policies.items()],
+        [_metrics_row(name, p, partial) for name, p in policies.items()],
     )
 
 

@@ -24,6 +24,19 @@ REAL_MODEL = sorted((FIXTURES / "real_model").glob("*.json"))
 POLICIES = "fathom-reference,fathom-grep-only,fathom-closed-book"
 
 
+def saved_run(tmp_path: Path, name: str, file_name: str) -> Path:
+    """A fixture laid out as its command saves it: a folder holding `file_name` (and the
+    metadata.json beside a vf-eval run's results.jsonl). The fixtures carry other names, so
+    that no test that looks for a run's results.jsonl in a copy of the repository finds them."""
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / file_name).write_text((SAVED / f"{name}.jsonl").read_text())
+    metadata = SAVED / f"{name}.metadata.json"
+    if metadata.exists():
+        (folder / "metadata.json").write_text(metadata.read_text())
+    return folder
+
+
 def page_data(path: Path) -> dict[str, Any]:
     """The JSON the page embeds (what its script draws)."""
     html = path.read_text()
@@ -162,8 +175,8 @@ def test_real_model_fixtures_read_with_their_mistakes(path: Path) -> None:
         assert view["ending"] == ("truncated" if truncated else "answer")
 
 
-def test_a_legacy_vf_eval_fathom_row_reads_with_its_task_and_evidence() -> None:
-    path = SAVED / "vf-eval-fathom" / "results.jsonl"
+def test_a_legacy_vf_eval_fathom_row_reads_with_its_task_and_evidence(tmp_path: Path) -> None:
+    path = saved_run(tmp_path, "vf-eval-fathom", "results.jsonl") / "results.jsonl"
     (line,) = jsonl(path)
     (view,) = viewer.load([path])
     info = line["info"]
@@ -177,11 +190,11 @@ def test_a_legacy_vf_eval_fathom_row_reads_with_its_task_and_evidence() -> None:
     assert any(t["text"]["marks"] for t in view["turns"] if t["role"] == "tool")
 
 
-def test_a_legacy_vf_eval_gsm8k_row_reads_with_its_boxed_answer() -> None:
+def test_a_legacy_vf_eval_gsm8k_row_reads_with_its_boxed_answer(tmp_path: Path) -> None:
     from gsm8k_multireward.parsing import extract_answer
 
-    (view,) = viewer.load([SAVED / "vf-eval-gsm8k"])
-    line = jsonl(SAVED / "vf-eval-gsm8k" / "results.jsonl")[0]
+    (view,) = viewer.load([saved_run(tmp_path, "vf-eval-gsm8k", "results.jsonl")])
+    line = jsonl(SAVED / "vf-eval-gsm8k.jsonl")[0]
     assert view["env"] == views.GSM8K and view["policy"] == "gsm8k-verbose"
     assert view["gold"] == line["answer"]
     assert view["answer"] == extract_answer(view["turns"][0]["text"]["text"]) is not None
@@ -189,10 +202,10 @@ def test_a_legacy_vf_eval_gsm8k_row_reads_with_its_boxed_answer() -> None:
     assert view["scores"]["length_reward"] == line["length_reward"]
 
 
-def test_a_v1_trace_reads_with_each_branch_under_the_reply_it_follows() -> None:
-    (episode,) = jsonl(SAVED / "v1-fathom" / "traces.jsonl")
+def test_a_v1_trace_reads_with_each_branch_under_the_reply_it_follows(tmp_path: Path) -> None:
+    (episode,) = jsonl(SAVED / "v1-fathom.jsonl")
     (trace,) = episode["traces"]
-    (view,) = viewer.load([SAVED / "v1-fathom"])
+    (view,) = viewer.load([saved_run(tmp_path, "v1-fathom", "traces.jsonl")])
     assert view["policy"] == "fathom-reference"
     assert view["gold"] == trace["task"]["data"]["row"]["answer"]
     assert view["reward"] == trace["rewards"]["reward"]["score"]

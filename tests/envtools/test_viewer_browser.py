@@ -157,8 +157,8 @@ def test_a_gsm8k_row_shows_its_boxed_answer_gold_and_both_rewards(
 ) -> None:
     from gsm8k_multireward.parsing import extract_answer
 
-    (line,) = jsonl(FIXTURES / "viewer" / "vf-eval-gsm8k" / "results.jsonl")
-    rows = viewer.load([FIXTURES / "viewer" / "vf-eval-gsm8k"])
+    (line,) = jsonl(FIXTURES / "viewer" / "vf-eval-gsm8k.jsonl")
+    rows = viewer.load([FIXTURES / "viewer" / "vf-eval-gsm8k.jsonl"])
     browser.open(viewer.write(tmp_path / "gsm8k.html", rows, title="gsm8k"))
     open_rollout(browser, 0)
     facts = dict(zip(texts(browser, "dl.facts dt"), texts(browser, "dl.facts dd"), strict=True))

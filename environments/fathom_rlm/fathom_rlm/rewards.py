@@ -54,6 +54,8 @@ METRIC_NAMES = (
     "recursion_efficiency_applicable",
     "list_partial_credit",
     "list_partial_credit_applicable",
+    "number_partial_credit",
+    "number_partial_credit_applicable",
 )
 SCORE_NAMES = (REWARD_NAME, *COMPONENT_NAMES, *METRIC_NAMES)
 """Every key `score_rollout` returns, in a fixed order: the same keys for every row, so a mixed
@@ -316,7 +318,7 @@ def user_correctness(
     evidence_seen: bool = True,
     max_answer_chars: int = 64,
 ) -> tuple[float, float]:
-    """(correctness, list partial credit) of a user row's answer: the row's kind grades it
+    """(correctness, partial credit) of a user row's answer: the row's kind grades it
     (`fathom_rlm.userdata.grading`), under the synthetic vetoes: an untouched document, no
     evidence seen (rows with evidence), an answer over the row's cap (`answer_char_cap`), and
     an answer that holds the whole question. A user question may contain its own answer (the
@@ -372,8 +374,9 @@ def graded_answer(
     evidence_seen: bool,
     config: RewardConfig,
 ) -> tuple[float, float]:
-    """(correctness, list partial credit): a user row graded by its answer kind, a synthetic
-    row by its gold and aliases (no partial credit)."""
+    """(correctness, partial credit: a list's item F1 or a number's `number_credit_base **
+    |error|`): a user row graded by its answer kind, a synthetic row by its gold and aliases
+    (no partial credit)."""
     if task.source == "user":
         return user_correctness(
             answer,
@@ -430,6 +433,7 @@ def score_rollout(
         else 0.0
     )
     gate = fmt * correct
+    number_credit = task.answer_kind == "number" and task.number_credit_base is not None
     shown_answer = answer if answer is not None else " ".join(answer_blocks(record.final_message))
     scores = {
         REWARD_NAME: combined_reward(
@@ -462,7 +466,9 @@ def score_rollout(
         "answer_chars": len(shown_answer.strip()),
         "evidence_applicable": evidence_applies,
         "recursion_efficiency_applicable": recursion_applies,
-        "list_partial_credit": fmt * partial,
+        "list_partial_credit": fmt * partial if task.answer_kind == "list" else 0.0,
         "list_partial_credit_applicable": task.answer_kind == "list",
+        "number_partial_credit": fmt * partial if number_credit else 0.0,
+        "number_partial_credit_applicable": number_credit,
     }
     return {name: float(scores[name]) for name in SCORE_NAMES}

@@ -67,7 +67,7 @@ OOLONG_CASES = [
     (0, "Answer: 6", 1.0, True, ""),
     (0, "6", 1.0, True, ""),
     (0, "Answer: 6 or 7", 0.0, False, ""),
-    (0, "Answer: 7", 0.75, False, "a near number earns no partial credit here"),
+    (0, "Answer: 7", 0.75, False, "partial credit is its own metric, not correctness"),
     (0, "6 messages", 0.0, True, "a number with words around it is read here"),
     (1, "Label: spam", 1.0, True, ""),
     (1, "spam", 1.0, True, ""),
@@ -83,6 +83,10 @@ OOLONG_CASES = [
     (2, "Answer: ham is less common than spam", 0.0, False, ""),
     (2, "less common", 0.0, False, ""),
     (2, "Answer: ham is more common than, or less common than, spam", 1.0, False, "a hedge"),
+    (2, "Answer: label ham is more common than label spam", 1.0, True, ""),
+    (2, "Answer: 4471 is more common than 9120", 1.0, True, ""),  # the phrase decides
+    (2, "I counted: ham is more common than spam", 1.0, True, ""),
+    (2, "Answer: spam is more common than ham", 1.0, False, "swapped subjects say the opposite"),
     (3, "User: 3310", 1.0, True, ""),
     (3, "3310", 1.0, True, ""),
     (3, "User: 5127", 0.0, False, ""),
@@ -122,12 +126,28 @@ def test_oolong_rows_grade_as_oolongs_metric(
     assert bool(differs) == (official != float(correct))
 
 
+@pytest.mark.parametrize(
+    ("answer", "partial"),
+    [("Answer: 6", 1.0), ("Answer: 7", 0.75), ("Answer: 4", 0.75**2), ("Answer: 16", 0.75**10)],
+)
+def test_oolong_numbers_get_oolongs_partial_credit_apart_from_correctness(
+    oolong: tuple[list[dict[str, Any]], list[TaskRecord]], answer: str, partial: float
+) -> None:
+    rows, records = oolong
+    grade = grade_answer(answer, records[0])
+    assert grade.partial == pytest.approx(partial) == oolong_official(rows[0], answer)
+    assert grade.correct is (partial == 1.0)
+    assert grade_answer("Answer: 6 or 7", records[0]).partial == 0.0  # a candidate list
+
+
 def test_oolong_rows_load_unchanged_with_the_first_list_element_as_gold(
     oolong: tuple[list[dict[str, Any]], list[TaskRecord]], tmp_path: Path
 ) -> None:
     rows, records = oolong
     assert [r.row_id for r in records] == [str(row["id"]) for row in rows]
-    assert [r.answer_kind for r in records] == ["number", *["text"] * 6]
+    kinds = ["number", "text", "comparison", "text", "text", "comparison", "text"]
+    assert [r.answer_kind for r in records] == kinds
+    assert [r.number_credit_base for r in records] == [0.75, *[None] * 6]
     assert [r.answer for r in records] == [
         "6",
         "spam",

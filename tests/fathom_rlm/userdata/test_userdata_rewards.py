@@ -134,6 +134,28 @@ def test_list_rows_report_partial_credit_apart_from_correctness() -> None:
     assert score_rollout(_answered(long.answer), long)["correctness"] == 1.0
 
 
+def test_number_rows_with_a_credit_base_report_partial_credit_apart_from_correctness() -> None:
+    task = _user(
+        question="In what year was the lamp changed?",
+        answer="1870",
+        answer_kind="number",
+        number_credit_base=0.75,
+    )
+    near = score_rollout(_answered("1872"), task)
+    assert near["correctness"] == 0.0 and near["reward"] == 0.0
+    assert near["number_partial_credit"] == pytest.approx(0.75**2)
+    assert near["number_partial_credit_applicable"] == 1.0
+    assert near["list_partial_credit"] == near["list_partial_credit_applicable"] == 0.0
+    assert score_rollout(_answered("1870"), task)["number_partial_credit"] == 1.0
+    # A veto pays no partial credit either.
+    untouched = _answered("1872")
+    untouched.touched_document = False
+    assert score_rollout(untouched, task)["number_partial_credit"] == 0.0
+    # A number row without a base has none to report.
+    plain = score_rollout(_answered("1872"), _user(answer="1870", answer_kind="number"))
+    assert plain["number_partial_credit"] == plain["number_partial_credit_applicable"] == 0.0
+
+
 def test_user_rows_keep_the_vetoes_that_do_not_need_a_label() -> None:
     task = _user(
         question="Which letter names the keeper?\n(A) Isolde Varga\n(B) Carrow",

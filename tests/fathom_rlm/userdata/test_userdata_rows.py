@@ -153,6 +153,12 @@ BAD_ROWS: dict[str, tuple[Any, str]] = {
     "list items not strings": (_row(answer=["a", 2], answer_kind="list"), "answer"),
     "tolerance on a text row": (_row(tolerance=1), "tolerance"),
     "negative tolerance": (_row(answer="3", answer_kind="number", tolerance=-1), "tolerance"),
+    "credit base on a text row": (_row(number_credit_base=0.75), "number_credit_base"),
+    "credit base of 1": (
+        _row(answer="3", answer_kind="number", number_credit_base=1),
+        "number_credit_base",
+    ),
+    "comparison without a phrase": (_row(answer="fewer", answer_kind="comparison"), "answer"),
     "evidence not in the document": (_row(evidence=["built by Quell in 1801"]), "evidence"),
     "evidence range outside": (_row(evidence=[{"start": 5, "end": 5000}]), "evidence"),
     "evidence range with extra key": (_row(evidence=[{"start": 0, "end": 5, "x": 1}]), "evidence"),

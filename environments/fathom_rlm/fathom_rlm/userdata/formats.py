@@ -43,6 +43,7 @@ from numbers import Real
 from typing import Any
 
 from fathom_rlm.userdata.errors import RowFieldError
+from fathom_rlm.userdata.grading import comparison_phrases
 
 __all__ = ["CHOICE_LETTERS", "FORMATS", "insert_needle", "to_native"]
 
@@ -74,7 +75,6 @@ def _native(row: Any) -> Any:
 
 
 _OOLONG_DATE = re.compile(r"datetime\.date\(\s*(\d{1,4})\s*,\s*(\d{1,2})\s*,\s*(\d{1,2})\s*\)")
-_OOLONG_TEMPLATE = re.compile(r"'Answer: (.+?) is \[X\] (.+?)', where \[X\]")
 _MONTHS = [
     "January",
     "February",
@@ -89,6 +89,10 @@ _MONTHS = [
     "November",
     "December",
 ]
+
+
+OOLONG_NUMBER_CREDIT = 0.75
+"""OOLONG's partial credit for a numeric answer: 0.75 ** |gold - answer|."""
 
 
 def _oolong_gold(answer: Any) -> str | datetime.date:
@@ -135,32 +139,19 @@ def _date_writings(date: datetime.date) -> list[str]:
     ]
 
 
-def _comparison_writings(gold: str, question: str) -> list[str]:
-    """A comparison answer's writings: the phrase ("more common than"), the phrase without
-    its last word ("more common": OOLONG's metric accepts it), and the sentence the question
-    asks for ("Answer: spam is more common than ham")."""
-    accepted = [gold]
-    short = re.sub(r"\s+(?:than|as)$", "", gold)
-    if short != gold:
-        accepted.append(short)
-    template = _OOLONG_TEMPLATE.search(question)
-    if template:
-        accepted.append(f"{template[1]} is {gold} {template[2]}")
-    return accepted
-
-
 def _oolong(row: Any) -> dict[str, Any]:
     row = _mapping(row)
     question = _text(row, "question")
     gold = _oolong_gold(_field(row, "answer"))
     answer_type = str(row.get("answer_type", "")).upper().removeprefix("ANSWER_TYPE.")
-    kind = "text"
+    kind, extra = "text", {}
     if isinstance(gold, datetime.date):
         answers = _date_writings(gold)
     elif answer_type == "NUMERIC":
         kind, answers = "number", [gold]
-    elif answer_type == "COMPARISON":
-        answers = _comparison_writings(gold, question)
+        extra = {"number_credit_base": OOLONG_NUMBER_CREDIT}
+    elif answer_type == "COMPARISON" and len(comparison_phrases(gold)) == 1:
+        kind, answers = "comparison", [gold]
     else:  # LABEL, USER, MONTH_YEAR: the value itself
         answers = [gold]
     native = {
@@ -168,6 +159,7 @@ def _oolong(row: Any) -> dict[str, Any]:
         "question": question,
         "answers": answers,
         "answer_kind": kind,
+        **extra,
     }
     return _with_id(native, row, "id")
 

@@ -9,7 +9,10 @@ kind accepts"); in short:
 * ``number``: the answer holds exactly one number (digits, "4.2e1", a number word up to
   ninety-nine, optionally scaled: "1.2 million") within the row's absolute ``tolerance`` of an
   accepted one, and in its unit when the accepted answer names one ("42 miles" is not
-  "42 km"; a bare "42" is). Several numbers are a candidate list and grade wrong;
+  "42 km"; a bare "42" is). Several numbers are a candidate list and grade wrong. A row with
+  ``number_credit_base`` (OOLONG's numeric rows: 0.75) gives a near number partial credit,
+  ``base ** |error|`` against the nearest accepted number, reported on its own
+  (`number_partial_credit`), never as correctness;
 * ``year``: exactly one whole number of at most four digits ("1850", "c.1850", "1850 AD";
   "44 BC" and "-44" are -44) equal to an accepted year; a full date is refused;
 * ``list``: the items, split at commas, semicolons and line breaks (a lone "and"/"or" before
@@ -19,6 +22,12 @@ kind accepts"); in short:
   A piece that normalises to nothing ("-", "?") is an item that matches nothing. Partial
   credit is the F1 of the items (harmonic mean of precision and recall) against the best
   accepted set; it is reported on its own (`list_partial_credit`), never as correctness;
+* ``comparison`` (OOLONG's comparison answers, graded as its metric grades them): the answer
+  holds exactly one of OOLONG's comparison phrases ("more common", "less common", "same
+  frequency"), and the accepted answer holds it ("Answer: 4471 is more common than 9120" for
+  "more common than"); two phrases are a hedge and grade wrong. Where the question gives
+  OOLONG's answer template ('Answer: X is [X] Y'), an answer that names X and Y must name them
+  in that order (swapped, it says the opposite; OOLONG's metric pays it);
 * ``choice``: the one letter the answer picks ("B", "(B)", "B) text", "B. text", "answer: b",
   "The answer is (B)", "option B"); an answer naming a second letter ("B or C", "(B) or (C)",
   "choice B C D") or hedging towards one ("B: or maybe C", "B (perhaps D)") picks none.
@@ -69,7 +78,8 @@ _INSTRUCTIONS = {
 @dataclass(frozen=True)
 class Grade:
     """`correct`: the answer is accepted. `partial`: a list answer's item F1 against the best
-    accepted set (None for the other kinds)."""
+    accepted set, or a number's `number_credit_base ** |error|` (None for the other kinds and
+    for number rows without a base)."""
 
     correct: bool
     partial: float | None = None
@@ -311,6 +321,35 @@ def choice_letter(text: str) -> str | None:
     return None
 
 
+COMPARISON_PHRASES = ("more common", "less common", "same frequency")
+"""OOLONG's comparison phrases (its metric looks for them inside the answer)."""
+_OOLONG_TEMPLATE = re.compile(r"'Answer: (.+?) is \[X\] (.+?)', where \[X\]")
+"""The answer sentence an OOLONG comparison question asks for, with its two subjects."""
+
+
+def comparison_phrases(text: str) -> set[str]:
+    """The comparison phrases a text holds, as whole words, after normalising."""
+    normal = f" {normalize_text(text)} "
+    return {p for p in COMPARISON_PHRASES if f" {p} " in normal}
+
+
+def _comparison_matches(answer: str, task: TaskRecord) -> bool:
+    text = strip_answer_label(answer)
+    found = comparison_phrases(text)
+    if len(found) != 1:
+        return False  # none, or a hedge between two
+    (phrase,) = found
+    if not any(phrase in comparison_phrases(a) for a in _accepted(task)):
+        return False
+    template = _OOLONG_TEMPLATE.search(task.question)
+    if template:
+        normal = f" {normalize_text(text)} "
+        first, second = (normal.find(f" {normalize_text(x)} ") for x in template.groups())
+        if first >= 0 and second >= 0 and first > second:
+            return False  # the subjects swapped: the sentence says the opposite
+    return True
+
+
 # ----------------------------------------------------------------------- accepted answers
 
 
@@ -340,6 +379,9 @@ def parse_accepted(kind: str, answers: Sequence[str | Sequence[str]]) -> str | N
             return f"{where} {answer!r} is not one year"
         if kind == "choice" and choice_letter(answer) is None:
             return f"{where} {answer!r} is not a choice letter"
+        if kind == "comparison" and len(comparison_phrases(answer)) != 1:
+            phrases = ", ".join(f'"{p}"' for p in COMPARISON_PHRASES)
+            return f"{where} {answer!r} does not hold exactly one of {phrases}"
     return None
 
 
@@ -391,7 +433,10 @@ def grade_answer(answer: str, task: TaskRecord) -> Grade:
         partial = max((_f1(r, g) for r in readings for g in golds), default=0.0)
         return Grade(correct, partial)
     if kind == "number":
-        return Grade(_number_matches(parse_quantity(answer), task))
+        got = parse_quantity(answer)
+        return Grade(_number_matches(got, task), _number_credit(got, task))
+    if kind == "comparison":
+        return Grade(_comparison_matches(answer, task))
     if kind == "year":
         got_year = parse_year(answer)
         return Grade(got_year is not None and got_year in {parse_year(a) for a in _accepted(task)})
@@ -400,6 +445,25 @@ def grade_answer(answer: str, task: TaskRecord) -> Grade:
         return Grade(letter is not None and letter in {choice_letter(a) for a in _accepted(task)})
     got_text = normalize_text(strip_answer_label(answer))
     return Grade(bool(got_text) and got_text in {normalize_text(a) for a in _accepted(task)})
+
+
+def _number_credit(got: Quantity | None, task: TaskRecord) -> float | None:
+    """`number_credit_base ** |error|` against the nearest accepted number in the same unit
+    (OOLONG's partial credit for numbers); None when the row gives no base."""
+    base = task.number_credit_base
+    if base is None:
+        return None
+    errors = [
+        abs(got.value - gold.value)
+        for gold in map(parse_quantity, _accepted(task))
+        if got is not None
+        and gold is not None
+        and not (gold.unit and got.unit and got.unit != gold.unit)
+    ]
+    if not errors:
+        return 0.0
+    error = max(0.0, min(errors) - task.tolerance)
+    return base**error if error < 1_000 else 0.0
 
 
 def _number_matches(got: Quantity | None, task: TaskRecord) -> bool:

@@ -6,8 +6,10 @@ One JSON object a line (blank lines are skipped)::
      "document": "the text"            or  "document_path": "relative to the JSONL file",
      "question": "...",
      "answers": [accepted, ...]        or  "answer": accepted,
-     "answer_kind": "text" | "number" | "year" | "list" | "choice",    (default "text")
+     "answer_kind": "text" | "number" | "year" | "list" | "choice" | "comparison",
+                                       (default "text")
      "tolerance": 0.5,                 (kind "number": absolute, default 0)
+     "number_credit_base": 0.75,       (kind "number": partial credit base ** |error|; none)
      "evidence": [{"start": 0, "end": 10}, ...] or ["a quoted passage", ...],
      "depth": 1}                       (the recursion depth the question needs)
 
@@ -62,6 +64,7 @@ NATIVE_KEYS = frozenset(
         "answer",
         "answer_kind",
         "tolerance",
+        "number_credit_base",
         "evidence",
         "depth",
     }
@@ -92,6 +95,7 @@ class ParsedRow:
     tolerance: float
     spans: tuple[tuple[int, int], ...]
     depth: int | None
+    number_credit_base: float | None = None
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -270,6 +274,13 @@ def parse_row(row: Any, base: Path, cache: DocumentCache | None = None) -> Parse
         raise RowFieldError("tolerance", f"applies to answer_kind number only, not {kind}")
     if isinstance(tolerance, bool) or not isinstance(tolerance, Real) or not tolerance >= 0:
         raise RowFieldError("tolerance", f"must be a number >= 0, not {tolerance!r}")
+    credit = row.get("number_credit_base")
+    if credit is not None and kind != "number":
+        raise RowFieldError("number_credit_base", f"applies to answer_kind number only, not {kind}")
+    if credit is not None and (
+        isinstance(credit, bool) or not isinstance(credit, Real) or not 0 < credit < 1
+    ):
+        raise RowFieldError("number_credit_base", f"must be a number between 0 and 1: {credit!r}")
     depth = row.get("depth")
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, Integral)):
         raise RowFieldError("depth", f"must be an integer, not {depth!r}")
@@ -286,6 +297,7 @@ def parse_row(row: Any, base: Path, cache: DocumentCache | None = None) -> Parse
         tolerance=float(tolerance),
         spans=_evidence(row.get("evidence"), document),
         depth=None if depth is None else int(depth),
+        number_credit_base=None if credit is None else float(credit),
     )
 
 
@@ -313,6 +325,7 @@ def _record(parsed: ParsedRow, key: str) -> TaskRecord:
         tolerance=parsed.tolerance,
         answer_lists=lists,
         row_id=parsed.row_id,
+        number_credit_base=parsed.number_credit_base,
     )
 
 

@@ -25,7 +25,7 @@ from typing import Any, Literal
 __all__ = ["ANSWER_KINDS", "SOURCES", "TaskRecord", "TaskRecordError"]
 
 SOURCES: tuple[str, ...] = ("synthetic", "user")
-ANSWER_KINDS: tuple[str, ...] = ("text", "number", "year", "list", "choice")
+ANSWER_KINDS: tuple[str, ...] = ("text", "number", "year", "list", "choice", "comparison")
 """How an answer is graded (`fathom_rlm.userdata.grading`); synthetic rows are all "text"."""
 
 
@@ -46,8 +46,10 @@ class TaskRecord:
 
     The fields after ``region`` belong to user rows (their defaults are a synthetic row's):
     ``source``, ``document_id`` (the store key of the text), ``answer_kind``, ``tolerance``
-    (kind "number": absolute), ``answer_lists`` (kind "list": every accepted set of items;
-    ``answer`` then shows the first, comma-separated) and ``row_id`` (the row's own ``id``).
+    (kind "number": absolute), ``number_credit_base`` (kind "number": a near number earns
+    ``base ** |error|`` as partial credit, OOLONG's 0.75; None: no partial credit),
+    ``answer_lists`` (kind "list": every accepted set of items; ``answer`` then shows the first,
+    comma-separated) and ``row_id`` (the row's own ``id``).
     """
 
     question: str
@@ -65,6 +67,7 @@ class TaskRecord:
     tolerance: float = 0.0
     answer_lists: tuple[tuple[str, ...], ...] = ()
     row_id: str | None = None
+    number_credit_base: float | None = None
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -100,6 +103,7 @@ class TaskRecord:
             "tolerance": self.tolerance,
             "answer_lists": [list(items) for items in self.answer_lists],
             "row_id": self.row_id,
+            "number_credit_base": self.number_credit_base,
         }
         row.update((k, v) for k, v in extra.items() if all_fields or v != _DEFAULTS[k])
         return row
@@ -136,6 +140,9 @@ class TaskRecord:
                     for items in _list(data.get("answer_lists", []), "answer_lists")
                 ),
                 row_id=_optional_text(data.get("row_id"), "row_id"),
+                number_credit_base=_optional_number(
+                    data.get("number_credit_base"), "number_credit_base"
+                ),
             )
         except (TypeError, ValueError) as exc:
             raise TaskRecordError(f"task row: {exc}") from None
@@ -149,6 +156,7 @@ _DEFAULTS: dict[str, Any] = {
     "tolerance": 0.0,
     "answer_lists": [],
     "row_id": None,
+    "number_credit_base": None,
 }
 REQUIRED_NAMES: tuple[str, ...] = tuple(n for n in FIELD_NAMES if n not in _DEFAULTS)
 """The keys every JSON row has (a synthetic row has exactly these)."""
@@ -156,6 +164,10 @@ REQUIRED_NAMES: tuple[str, ...] = tuple(n for n in FIELD_NAMES if n not in _DEFA
 
 def _optional_text(value: Any, key: str) -> str | None:
     return None if value is None else _text(value, key)
+
+
+def _optional_number(value: Any, key: str) -> float | None:
+    return None if value is None else _number(value, key)
 
 
 def _number(value: Any, key: str) -> float:
