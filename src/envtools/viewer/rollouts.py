@@ -56,14 +56,18 @@ def find_marks(text: str, pieces: Sequence[str]) -> list[list[int]]:
         while start >= 0:
             found.append([start, start + len(piece)])
             start = text.find(piece, start + 1)
-    found.sort()
+    return _merged(found)[:MAX_MARKS]
+
+
+def _merged(ranges: Sequence[Sequence[int]]) -> list[list[int]]:
+    """The (start, end) ranges sorted, overlapping or touching ones joined."""
     merged: list[list[int]] = []
-    for start, end in found:
+    for start, end in sorted(ranges):
         if merged and start <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], end)
         else:
             merged.append([start, end])
-    return merged[:MAX_MARKS]
+    return merged
 
 
 def fold(text: str, marks: Sequence[Sequence[int]] = ()) -> dict[str, Any]:
@@ -73,13 +77,7 @@ def fold(text: str, marks: Sequence[Sequence[int]] = ()) -> dict[str, Any]:
         return {"text": text, "marks": [list(m) for m in marks], "chars": len(text)}
     windows = [(0, HEAD_CHARS), (len(text) - TAIL_CHARS, len(text))]
     windows += [(max(0, s - MARK_CONTEXT), min(len(text), e + MARK_CONTEXT)) for s, e in marks]
-    windows.sort()
-    kept: list[list[int]] = []
-    for start, end in windows:
-        if kept and start <= kept[-1][1]:
-            kept[-1][1] = max(kept[-1][1], end)
-        else:
-            kept.append([start, end])
+    kept = _merged(windows)
     parts: list[str] = []
     offsets: list[tuple[int, int, int]] = []  # (start in text, end in text, start in output)
     position = 0

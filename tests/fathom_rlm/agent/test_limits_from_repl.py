@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from fathom_rlm.agent import ChatReply, RolloutCaps, RolloutRecord, run_rollout
 from fathom_rlm.sandbox import SandboxConfig, SandboxSession
+from worker_frames import FRAMES
 
 pytestmark = [pytest.mark.reward_audit, pytest.mark.xdist_group("test_limits_from_repl")]
 
@@ -189,22 +190,6 @@ def test_a_cell_that_never_ends_is_stopped_and_the_rollout_goes_on() -> None:
 
 
 # ------------------------------------------------------------------- a compromised worker
-
-FRAMES = """
-import json, os, struct
-def send(obj):
-    data = json.dumps(obj).encode()
-    os.write(1, struct.pack('>IB', len(data), 74) + data)
-def recv():
-    head = b''
-    while len(head) < 5:
-        head += os.read(0, 5 - len(head))
-    size, _ = struct.unpack('>IB', head)
-    body = b''
-    while len(body) < size:
-        body += os.read(0, size - len(body))
-    return json.loads(body)
-"""
 
 
 @pytest.fixture

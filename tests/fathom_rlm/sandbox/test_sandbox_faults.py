@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from fathom_rlm.sandbox import SandboxConfig, SandboxSession
 from fathom_rlm.sandbox import session as session_module
+from worker_frames import FRAMES
 
 from .conftest import children_of, wait_until
 
@@ -347,24 +348,6 @@ def test_variable_with_surrogates_reads_as_valid_text() -> None:
 
 
 # -- a hostile worker: raw frames on the protocol pipe ----------------------------------------
-
-# Runs as plain Python inside the confined worker (the test-only path): it writes frames on
-# the pipe to the parent (fd 1) and reads the parent's answers (fd 0), as compromised code could.
-FRAMES = """
-import json, os, struct
-def send(obj=None, raw=None, kind=74, size=None):
-    data = raw if raw is not None else json.dumps(obj).encode()
-    os.write(1, struct.pack('>IB', len(data) if size is None else size, kind) + data)
-def recv():
-    head = b''
-    while len(head) < 5:
-        head += os.read(0, 5 - len(head))
-    size, _ = struct.unpack('>IB', head)
-    body = b''
-    while len(body) < size:
-        body += os.read(0, size - len(body))
-    return json.loads(body)
-"""
 
 
 def _frame_bytes(payload: bytes) -> str:
