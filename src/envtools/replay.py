@@ -65,9 +65,10 @@ async def replay_rollout(
 
 
 def mismatches(saved: dict[str, float], replayed: dict[str, float]) -> list[str]:
-    """`name: saved != replayed` for every score that differs (or is missing on either side)."""
+    """`name: saved != replayed` for every saved score the core does not reproduce (differs, or
+    is no longer computed). A score the core has added since the run was saved is not one."""
     out = []
-    for name in sorted(set(saved) | set(replayed)):
+    for name in sorted(saved):
         a, b = saved.get(name), replayed.get(name)
         if a is None or b is None or abs(float(a) - float(b)) > TOLERANCE:
             out.append(f"{name}: saved {a} != replayed {b}")

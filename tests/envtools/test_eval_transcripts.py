@@ -62,6 +62,20 @@ def test_replay_reports_a_score_that_differs(
     assert "reward: saved 0.0 != replayed" in captured.err and "1 mismatches" in captured.out
 
 
+def test_replay_reads_older_runs_and_reports_a_score_the_core_no_longer_gives(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    line = lines(run_dir / evaluate.TRANSCRIPTS_NAME)[0]
+    older = tmp_path / "older.jsonl"
+    del line["scores"]["number_partial_credit"]  # saved before the core computed it
+    older.write_text(json.dumps(line) + "\n")
+    assert replay.main([str(older)]) == 0
+    line["scores"]["made_up_score"] = 1.0  # a score the core does not give
+    older.write_text(json.dumps(line) + "\n")
+    assert replay.main([str(older)]) == 1
+    assert "made_up_score: saved 1.0 != replayed None" in capsys.readouterr().err
+
+
 def test_replay_reports_a_transcript_missing_replies(
     run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

@@ -138,6 +138,13 @@ NUMBERS = [
     ("200", "two hundred", True),
     ("205", "two hundred and five", False),  # not read: two numbers
     ("-3", "minus three", False),  # a sign is a symbol, never a word
+    ("6", "6 or7", False),  # a candidate list, however written
+    ("6", "6 (maybe a dozen)", False),
+    ("6", "not 6", False),  # a negation
+    ("6", "at least 6", False),  # a range
+    ("6", "6 or more", False),
+    ("6", "6½", False),  # 6.5, not 6
+    ("6", "６", True),  # a full-width digit is the digit
 ]
 
 
@@ -161,6 +168,19 @@ def test_numbers_read_words_exponents_and_units(gold: str, answer: str, correct:
         "B/C",
         "B: or maybe C",
         "B, or maybe C",
+        "B) Paris, maybe c",  # a lower-case letter
+        "B) Paris or perhaps... C",  # punctuation in between
+        "B) Paris; maybe; C",
+        "B) Paris or maybe 'C'",  # a quoted letter
+        "B) Paris, unless it's C",
+        "B) Paris, if not C",
+        "B) Paris, possibly \u0421",  # a Cyrillic look-alike
+        "B) Paris, possibly \uff23",  # a full-width letter
+        "B) Paris (C is also plausible)",
+        "B) Paris. Final answer: C",  # a second pick
+        "B. C. D.",
+        "The answer is B + C",
+        "The answer is B vs C",
         "B (perhaps C)",
         "The answer is B, possibly C",
         "B. Otherwise C.",
@@ -182,6 +202,9 @@ def test_a_choice_answer_naming_two_letters_earns_nothing(answer: str) -> None:
         "B: so I think, or at least I hope",  # "I" is the pronoun, not a choice
         "B: granite or slate, maybe both",  # a hedge between words, not between choices
         "B. It is not C, perhaps because of the date",
+        "**B**",  # emphasis
+        "The correct answer is **B**.",
+        "B) Paris. Or, to be precise, B.",  # the same letter again
     ],
 )
 def test_a_choice_answer_naming_one_letter_is_read(answer: str) -> None:

@@ -84,9 +84,22 @@ OOLONG_CASES = [
     (2, "less common", 0.0, False, ""),
     (2, "Answer: ham is more common than, or less common than, spam", 1.0, False, "a hedge"),
     (2, "Answer: label ham is more common than label spam", 1.0, True, ""),
-    (2, "Answer: 4471 is more common than 9120", 1.0, True, ""),  # the phrase decides
     (2, "I counted: ham is more common than spam", 1.0, True, ""),
+    (2, "Answer: ham is **more common than** spam", 1.0, True, ""),
     (2, "Answer: spam is more common than ham", 1.0, False, "swapped subjects say the opposite"),
+    (2, "Answer: 4471 is more common than 9120", 1.0, False, "a sentence must be the one asked"),
+    (2, "Answer: ham is not more common than spam", 1.0, False, "a negation"),
+    (2, "Answer: ham isn't more common than spam", 1.0, False, "a negation"),
+    (2, "Answer: ham is more common than spam, or equally common", 1.0, False, "a hedge"),
+    (2, "Answer: ham is more common than spam. Just kidding, ham is rarer.", 1.0, False, "taken back"),
+    (2, "Is ham more common than spam? No: spam is more common than ham.", 1.0, False, "twice"),
+    (2, "Answer: ham is more common than spam or less com\u200bmon than spam", 1.0, False, "hidden"),
+    (2, "Answer: ham is more common than spam or less c\u043emmon than spam", 1.0, False, "hidden"),
+    (5, "Answer: spam is less common after 2024-04-01", 1.0, False, "not the sentence asked"),
+    (5, "Answer: spam is more or less common before 2024-04-01", 1.0, False, "a hedge"),
+    (7, "Answer: 8802 is more common than 6645", 1.0, True, ""),
+    (7, "Answer: 6645 is more common than 8802", 1.0, False, "swapped subjects say the opposite"),
+    (7, "more common", 1.0, True, ""),
     (3, "User: 3310", 1.0, True, ""),
     (3, "3310", 1.0, True, ""),
     (3, "User: 5127", 0.0, False, ""),
@@ -145,9 +158,9 @@ def test_oolong_rows_load_unchanged_with_the_first_list_element_as_gold(
 ) -> None:
     rows, records = oolong
     assert [r.row_id for r in records] == [str(row["id"]) for row in rows]
-    kinds = ["number", "text", "comparison", "text", "text", "comparison", "text"]
+    kinds = ["number", "text", "comparison", "text", "text", "comparison", "text", "comparison"]
     assert [r.answer_kind for r in records] == kinds
-    assert [r.number_credit_base for r in records] == [0.75, *[None] * 6]
+    assert [r.number_credit_base for r in records] == [0.75, *[None] * 7]
     assert [r.answer for r in records] == [
         "6",
         "spam",
@@ -156,6 +169,7 @@ def test_oolong_rows_load_unchanged_with_the_first_list_element_as_gold(
         "03/09/2024",
         "less common",
         "March 2024",
+        "more common than",
     ]
     assert task_document(records[0]) == rows[0]["context_window_text"]  # never the labels
     # The metric takes the first element of the stored list; so does the mapping.

@@ -40,7 +40,21 @@ def _list(*accepted: tuple[str, ...]) -> TaskRecord:
     return _task(", ".join(accepted[0]), kind="list", answer_lists=accepted)
 
 
-PATHOLOGICAL = ["", " ", "\n\t", "x" * (MAX_GRADED_CHARS + 1), "🙂" * 500, "\x00\x01", "((((", "[]"]
+PATHOLOGICAL = [
+    "",
+    " ",
+    "\n\t",
+    "x" * (MAX_GRADED_CHARS + 1),
+    "🙂" * 500,
+    "\x00\x01",
+    "((((",
+    "[]",
+    # Inputs that once made a pattern backtrack for seconds to hours (whitespace runs).
+    "B" + " " * 19_000 + "x",
+    "(B" + " " * 19_000 + "x",
+    "B) " + "or " * 6_000 + "C",
+    "The answer is" + " " * 19_000 + "1",
+]
 
 
 def test_text_is_normalised_exact_match_with_aliases() -> None:

@@ -160,6 +160,16 @@ _NUMBER = re.compile(
 _UNIT_AFTER = re.compile(r"\s?(%|[^\W\d_]+)")
 
 
+_HEDGED_NUMBER = re.compile(
+    r"(?<![^\W\d_])(?:or|nor|not|none|least|most|more|less|fewer|than|maybe|perhaps|possibly"
+    r"|either)(?![^\W\d_])",
+    re.IGNORECASE,
+)
+"""Words that make a number a candidate list, a range or its negation ("6 or 7", "6 or7", "at
+least 6", "not 6"): such an answer names no one number. Bounded by letters only, so a digit
+next to the word does not hide it."""
+
+
 @dataclass(frozen=True)
 class Quantity:
     """A number as written: its value and its unit (None when it has none): a currency
@@ -177,13 +187,16 @@ def _unit(word: str) -> str:
 
 
 def parse_quantity(text: str) -> Quantity | None:
-    """The one number in `text` with its unit, or None when it holds none or several. Read:
+    """The one number in `text` with its unit, or None when it holds none or several, or words
+    that hedge it (`_HEDGED_NUMBER`). Read:
     digits ("1,234", "1234.0", ".5", "-3", "4.2e1"), English number words from zero to
     ninety-nine ("three", "twenty-one"), each optionally scaled ("1.2 million", "two
     hundred")."""
     if len(text) > MAX_GRADED_CHARS:
         return None
-    text = text.replace("\u00a0", " ").translate(_MINUS_SIGNS)
+    text = unicodedata.normalize("NFKC", text).translate(_MINUS_SIGNS)  # "６" is 6, "6½" 61⁄2
+    if _HEDGED_NUMBER.search(text):
+        return None
     found: list[tuple[int, int, float, str | None]] = []
     for m in _NUMBER.finditer(text):
         value = float(m["digits"].replace(",", ""))
@@ -285,39 +298,77 @@ _LETTER_SAID = re.compile(
 )
 # Another choice named after the first: a bracketed letter anywhere ("(C)", "[C]", "C)"), or
 # a letter right after the first, alone or joined by "or", "and", ",", "/", "&".
-_ANOTHER_MARKED = re.compile(r"[\[(]\s*[A-Za-z]\s*[\])]|(?<![\w'])[A-Za-z]\)")
-_ANOTHER_NEXT = re.compile(r"^\s*(?:(?:or|and|[,/&])\s*)?[\[(]?[A-Za-z](?![\w'])", re.IGNORECASE)
-_ANOTHER_JOINED = re.compile(r"^\s*(?:or|and|[,/&])\s*[\[(]?[A-Za-z](?![\w'])", re.IGNORECASE)
-# A hedge towards another choice anywhere after the first: "B: or maybe C", "B (perhaps D)".
-# The other letter is a capital standing alone ("I" is the pronoun, never read as a choice).
-_ANOTHER_HEDGED = re.compile(
-    r"\b(?:or|maybe|perhaps|possibly|probably|alternatively|otherwise|else)\b"
-    r"[^.;!?]*?(?<![\w'])[\[(]?[A-HJ-Z](?![\w'])",
+_ANOTHER_MARKED = re.compile(r"[\[(]\s*[A-Za-z](?![\w'])|(?<![\w'])[A-Za-z]\)")
+_ANOTHER_NEXT = re.compile(
+    r"^\s*(?:(?:or|and|vs\.?|versus|[,/&+])\s*)?[\[(]?[A-Za-z](?![\w'])", re.IGNORECASE
+)
+_ANOTHER_JOINED = re.compile(
+    r"^\s*(?:(?:or|and|vs\.?|versus|[,/&+])\s*[\[(]?[A-Za-z](?![\w'])|[.,;:]?\s*[A-Z][.)](?!\w))",
     re.IGNORECASE,
 )
+_HEDGES = frozenset(
+    [
+        "or",
+        "maybe",
+        "perhaps",
+        "possibly",
+        "probably",
+        "alternatively",
+        "otherwise",
+        "else",
+        "unless",
+        "might",
+        "either",
+        "could",
+        "if",
+        "also",
+        "vs",
+        "versus",
+        "answer",
+    ]
+)
+"""Words after which a second letter is a hedge towards it ("B: or maybe C", "B, unless C"),
+or a second pick ("B. Final answer: C")."""
+_WORD = re.compile(r"[^\W_]+")
 
 
-def _another_choice(rest: str, next_letter: re.Pattern[str]) -> bool:
+def _hedged_choice(rest: str, picked: str) -> bool:
+    """Whether, after a hedge word, the rest names a letter other than the picked one: a word of
+    one letter in any script or case ("c", "'C'", a Cyrillic "С"), but for the article "a" and
+    the pronoun "I" written so. One pass over the words: linear in the answer."""
+    hedged = False
+    for word in _WORD.findall(unicodedata.normalize("NFKC", rest)):
+        lower = word.lower()
+        if lower in _HEDGES:
+            hedged = True
+        elif hedged and len(word) == 1 and word not in ("a", "I", "i") and word.upper() != picked:
+            return True
+    return False
+
+
+def _another_choice(rest: str, next_letter: re.Pattern[str], picked: str) -> bool:
     """Whether the text after the picked letter names a second choice."""
     if _ANOTHER_MARKED.search(rest) or next_letter.match(rest):
         return True
-    return any(m[0][-1].isupper() for m in _ANOTHER_HEDGED.finditer(rest))
+    return _hedged_choice(rest, picked)
 
 
 def choice_letter(text: str) -> str | None:
     """The letter a choice answer picks (upper case), or None when it names none or more than
-    one ("B or C", "(B) or (C)", "option B C D" pick none)."""
+    one ("B or C", "(B) or (C)", "option B C D" pick none) or hedges towards another ("B: or
+    maybe C"). Emphasis marks ("**B**") are dropped and whitespace runs read as one space, so
+    the patterns never backtrack over a run."""
     if len(text) > MAX_GRADED_CHARS:
         return None
+    text = " ".join(text.replace("*", " ").split())
     m = _LETTER_ONLY.match(text)
     if m:
         return m.group(1).upper()
-    m = _LETTER_LEAD.match(text)
-    if m:
-        return None if _another_choice(text[m.end() :], _ANOTHER_JOINED) else m.group(1).upper()
-    m = _LETTER_SAID.match(text)
-    if m:
-        return None if _another_choice(text[m.end() :], _ANOTHER_NEXT) else m.group(1).upper()
+    for lead, next_letter in ((_LETTER_LEAD, _ANOTHER_JOINED), (_LETTER_SAID, _ANOTHER_NEXT)):
+        m = lead.match(text)
+        if m:
+            picked = m.group(1).upper()
+            return None if _another_choice(text[m.end() :], next_letter, picked) else picked
     return None
 
 
@@ -328,26 +379,77 @@ _OOLONG_TEMPLATE = re.compile(r"'Answer: (.+?) is \[X\] (.+?)', where \[X\]")
 
 
 def comparison_phrases(text: str) -> set[str]:
-    """The comparison phrases a text holds, as whole words, after normalising."""
+    """OOLONG's comparison phrases a text holds, as whole words, after normalising (how an
+    accepted answer names its comparison)."""
     normal = f" {normalize_text(text)} "
     return {p for p in COMPARISON_PHRASES if f" {p} " in normal}
 
 
+_COMPARISON_WORDINGS = {
+    "more common": ("more common", "more frequent", "more often", "commoner", "more numerous"),
+    "less common": ("less common", "less frequent", "less often", "rarer", "fewer", "scarcer"),
+    "same frequency": (
+        "same frequency",
+        "equally common",
+        "equally frequent",
+        "as common as",
+        "as frequent as",
+        "as often as",
+    ),
+}
+"""Every wording of each comparison, OOLONG's phrase first: an answer must hold one wording
+once, so a second (a hedge, or a claim taken back) is seen whatever words it uses."""
+_NEGATIONS = frozenset({"not", "no", "never", "nor", "neither", "hardly", "t"})
+"""Words that turn a comparison around just before it ("isn't" reads "isn t")."""
+
+
+def _comparison_text(text: str) -> str | None:
+    """An answer as comparisons are read: emphasis marks and invisible format characters
+    dropped, normalised, padded with spaces; None when a letter outside ASCII is left (a
+    look-alike letter can hide a second comparison from the search)."""
+    text = unicodedata.normalize("NFKC", strip_answer_label(text))
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf").replace("*", " ")
+    normal = normalize_text(text)
+    if any(c.isalpha() and not c.isascii() for c in normal):
+        return None
+    return f" {normal} "
+
+
 def _comparison_matches(answer: str, task: TaskRecord) -> bool:
-    text = strip_answer_label(answer)
-    found = comparison_phrases(text)
-    if len(found) != 1:
-        return False  # none, or a hedge between two
-    (phrase,) = found
-    if not any(phrase in comparison_phrases(a) for a in _accepted(task)):
+    normal = _comparison_text(answer)
+    if normal is None or " more or less " in normal:
         return False
+    found = [
+        (start, start + len(wording) + 2, kind)
+        for kind, wordings in _COMPARISON_WORDINGS.items()
+        for wording in wordings
+        for start in _occurrences(normal, f" {wording} ")
+    ]
+    if len(found) != 1:
+        return False  # none, a hedge between two, or one said twice
+    ((start, end, kind),) = found
+    if not any(kind in comparison_phrases(a) for a in _accepted(task)):
+        return False
+    if set(normal[:start].split()[-2:]) & _NEGATIONS:
+        return False  # "not more common than"
     template = _OOLONG_TEMPLATE.search(task.question)
-    if template:
-        normal = f" {normalize_text(text)} "
-        first, second = (normal.find(f" {normalize_text(x)} ") for x in template.groups())
-        if first >= 0 and second >= 0 and first > second:
-            return False  # the subjects swapped: the sentence says the opposite
-    return True
+    rest = normal[:start].split() + normal[end - 1 :].split()
+    if not template or not [w for w in rest if w not in ("than", "as")]:
+        return True  # the phrase alone, or a sentence where the question gives no template
+    # A sentence must be the one asked for: its first subject before the comparison and its
+    # second after (either way round for "the same frequency").
+    first, second = (f" {normalize_text(x)} " for x in template.groups())
+    in_order = first in normal[: start + 1] and second in normal[end - 1 :]
+    swapped = second in normal[: start + 1] and first in normal[end - 1 :]
+    return in_order or (kind == "same frequency" and swapped)
+
+
+def _occurrences(text: str, part: str) -> list[int]:
+    found, start = [], text.find(part)
+    while start >= 0:
+        found.append(start)
+        start = text.find(part, start + 1)
+    return found
 
 
 # ----------------------------------------------------------------------- accepted answers
@@ -425,7 +527,8 @@ def grade_answer(answer: str, task: TaskRecord) -> Grade:
     """The grade of `answer` (the text of the one answer block) for `task`, by its kind."""
     kind = task.answer_kind
     if len(answer) > MAX_GRADED_CHARS:
-        return Grade(False, 0.0 if kind == "list" else None)
+        credited = kind == "list" or (kind == "number" and task.number_credit_base is not None)
+        return Grade(False, 0.0 if credited else None)
     if kind == "list":
         golds = [frozenset(_clean_item(x) for x in items) for items in task.answer_lists]
         readings = list_items(strip_answer_label(answer))
@@ -449,10 +552,13 @@ def grade_answer(answer: str, task: TaskRecord) -> Grade:
 
 def _number_credit(got: Quantity | None, task: TaskRecord) -> float | None:
     """`number_credit_base ** |error|` against the nearest accepted number in the same unit
-    (OOLONG's partial credit for numbers); None when the row gives no base."""
+    (OOLONG's partial credit for numbers, which it gives whole numbers only: a fraction earns
+    it only when right); None when the row gives no base."""
     base = task.number_credit_base
     if base is None:
         return None
+    if got is not None and not got.value.is_integer():
+        return 1.0 if _number_matches(got, task) else 0.0
     errors = [
         abs(got.value - gold.value)
         for gold in map(parse_quantity, _accepted(task))
