@@ -91,7 +91,7 @@ OOLONG_CASES = [
     (2, "Answer: ham is not more common than spam", 1.0, False, "a negation"),
     (2, "Answer: ham isn't more common than spam", 1.0, False, "a negation"),
     (2, "Answer: ham is more common than spam, or equally common", 1.0, False, "a hedge"),
-    (2, "Answer: ham is more common than spam. No: ham is rarer.", 1.0, False, "taken back"),
+    (2, "Answer: more common than spam. Just kidding, ham is rarer", 1.0, False, "taken back"),
     (2, "Is ham more common than spam? No: spam is more common than ham.", 1.0, False, "twice"),
     (2, "Answer: ham is more common than spam or less com\u200bmon", 1.0, False, "hidden"),
     (2, "Answer: ham is more common than spam or less c\u043emmon", 1.0, False, "hidden"),
