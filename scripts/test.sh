@@ -85,27 +85,36 @@ export TRL_PYTHON="$PWD/.venvs/trl/bin/python"
 # The real local model (SmolLM2-135M on the CPU) runs from the TRL venv.
 export LOCAL_MODEL_PYTHON="$TRL_PYTHON"
 
-# The v1 `null` harness runs a PEP 723 script through `uv`: resolve its dependencies now, so the
-# tests can run it offline (they set UV_OFFLINE=1). The program's source moved in 0.4.0.
+# The v1 `null` harness runs a PEP 723 script through `uv`, written where verifiers' subprocess
+# runtime writes it (named by its content's hash) and synced there before each run. Its
+# dependencies are unpinned (openai, httpx, mcp), and a later httpx2 (2.17, under openai's
+# client) refuses the httpx timeout the program passes, failing every v1 gsm8k episode. So the
+# script is locked beside it, as of a date, and synced now: the tests' offline runs then install
+# the locked versions whatever else the cache holds. The program's source moved in 0.4.0.
 warm_dir="$(mktemp -d)"
 trap 'rm -rf "$warm_dir"' EXIT
-# Importing verifiers.v1 takes seconds: read both programs at once.
+# Importing verifiers.v1 takes seconds: write both programs at once.
 pids=()
 for python in "$main_python" "$VERIFIERS_0_4_0_PYTHON"; do
     "$python" -c '
+import hashlib, pathlib
 try:
     from verifiers.v1.harnesses.utils.launch import CHAT_PROGRAM_SOURCE as source
 except ImportError:
     from verifiers.v1.harnesses.null.harness import PROGRAM_SOURCE as source
-print(source)' >"$warm_dir/program-${#pids[@]}.py" &
+from verifiers.v1.runtimes.subprocess import SubprocessRuntime
+data = source.encode()
+path = pathlib.Path(SubprocessRuntime.scripts_dir) / f"{hashlib.sha256(data).hexdigest()}.py"
+path.parent.mkdir(parents=True, exist_ok=True)
+path.write_bytes(data)
+print(path)' >"$warm_dir/program-${#pids[@]}" &
     pids+=("$!")
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
-# Its dependencies are unpinned (openai, httpx, mcp): they resolve as of a date, here where the
-# tests' offline runs find them in the cache, because a later httpx2 (2.17, under openai's
-# client) refuses the httpx timeout the program passes and every v1 gsm8k episode fails.
-for program in "$warm_dir"/program-*.py; do
-    UV_EXCLUDE_NEWER="2026-11-28T00:00:00Z" uv sync --quiet --no-config --script "$program"
+for listed in "$warm_dir"/program-*; do
+    program="$(cat "$listed")"
+    UV_EXCLUDE_NEWER="2026-11-28T00:00:00Z" uv lock --quiet --no-config --script "$program"
+    uv sync --quiet --no-config --script "$program"
 done
 
 # The matrix tests need `uv` on PATH (the null harness calls it); use the one found above.
