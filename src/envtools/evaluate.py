@@ -191,6 +191,12 @@ def run_evaluation(
     with (out_dir / "rollouts.jsonl").open("w") as f:
         for r in rollouts:
             f.write(json.dumps(r) + "\n")
+    (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out_dir / "report.md").write_text(render_report(results))
+    if results["chart"]:
+        plot_accuracy_vs_tokens(results, out_dir / CHART_NAME)
+    else:
+        (out_dir / CHART_NAME).unlink(missing_ok=True)
     title = ", ".join(names) if len(names) <= 3 else f"{len(names)} policies"
     _write_conversations(
         out_dir,
@@ -200,12 +206,6 @@ def run_evaluation(
         title=f"fathom-rlm evaluation: {title}",
         about=f"{len(rollouts)} rollouts · {config.get('command', '')}",
     )
-    (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out_dir / "report.md").write_text(render_report(results))
-    if results["chart"]:
-        plot_accuracy_vs_tokens(results, out_dir / CHART_NAME)
-    else:
-        (out_dir / CHART_NAME).unlink(missing_ok=True)
     return results
 
 
@@ -231,9 +231,13 @@ def _write_conversations(
         (out_dir / TRANSCRIPTS_NAME).write_text("".join(line + "\n" for line in lines))
     else:
         (out_dir / TRANSCRIPTS_NAME).unlink(missing_ok=True)
-    # The viewer folds long texts and never holds the document, so it is written either way.
-    rollout_views = [fathom_rollout(json.loads(line)) for line in lines]
-    viewer.write(out_dir / viewer.VIEWER_NAME, rollout_views, title=title, about=about)
+    # The viewer folds long texts and never holds the document, so it is written either way;
+    # it comes last, and whatever a model wrote, a viewer that cannot be made costs no output.
+    try:
+        rollout_views = [fathom_rollout(json.loads(line)) for line in lines]
+        viewer.write(out_dir / viewer.VIEWER_NAME, rollout_views, title=title, about=about)
+    except Exception as exc:
+        print(f"warning: {viewer.VIEWER_NAME} not written ({exc!r:.300})", file=sys.stderr)
 
 
 def _task_entry(index: int, row: TaskRecord) -> dict[str, Any]:

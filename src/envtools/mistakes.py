@@ -71,15 +71,22 @@ KINDS = (*REPLY_KINDS, *TOOL_KINDS)
 
 GSM8K_KINDS = ("no_boxed_answer", "cut_at_token_cap", "runaway_repetition", "empty_turn")
 
-_ANSWER = re.compile(r"<answer>.*?</answer>", re.DOTALL)
 _BOXED = re.compile(r"\\boxed\s*\{")
+
+
+def _has_answer_block(text: str) -> bool:
+    """Whether `<answer>` is followed somewhere by `</answer>` (two finds: linear)."""
+    start = text.find("<answer>")
+    return start >= 0 and text.find("</answer>", start + len("<answer>")) >= 0
 
 
 def tool_error_kind(output: str) -> str | None:
     """The kind of a tool result that is an error ("Error: ..."), None for a normal result."""
     if not output.startswith("Error:"):
         return None
-    message = output[len("Error:") :].strip()
+    # The environment's own messages are short; a long output is classified by its start, so
+    # the patterns' wildcards never scan far.
+    message = output[len("Error:") : len("Error:") + 2_000].strip()
     for kind, pattern in _TOOL_ERRORS:
         if pattern.search(message):
             return kind
@@ -128,7 +135,7 @@ def fathom_mistakes(line: Mapping[str, Any]) -> Counter[str]:
     if not any(m.get("tool_calls") for m in root_replies):
         counts["no_tool_call"] += 1
     final = text_of(root_replies[-1].get("content")) if root_replies else ""
-    if line.get("ended_by") == "answer" and not _ANSWER.search(final):
+    if line.get("ended_by") == "answer" and not _has_answer_block(final):
         counts["answer_outside_tags"] += 1
     for message in messages:
         if message.get("role") == "tool":

@@ -289,3 +289,125 @@ def test_a_missing_path_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureF
     with pytest.raises(SystemExit) as exit_:
         viewer_main([str(tmp_path / "nothing.jsonl")])
     assert exit_.value.code == 2 and "nothing.jsonl" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- what an outside check found
+
+
+def _fathom_line(**fields: Any) -> dict[str, Any]:
+    line = json.loads((FIXTURES / "real_model" / "fathom-prose-answer-no-tags.json").read_text())
+    return {**line, **fields}
+
+
+@pytest.mark.parametrize(
+    ("name", "line"),
+    [
+        ("a lone surrogate", '{"task": "\\ud800", "error": null, "messages": []}'),
+        (
+            "NaN and infinities",
+            '{"task": 1, "error": null, "scores": {"reward": NaN, '
+            '"tool_errors": Infinity, "total_tokens": -Infinity}}',
+        ),
+        (
+            "deep JSON text in a call",
+            json.dumps(
+                {
+                    "task": 1,
+                    "error": None,
+                    "messages": [
+                        {
+                            "role": "assistant",
+                            "content": "",
+                            "tool_calls": [
+                                {"function": {"name": "repl", "arguments": "[" * 100_000}}
+                            ],
+                        }
+                    ],
+                }
+            ),
+        ),
+        ("a v1 episode without nodes", '{"traces": [{}]}'),
+        (
+            "a raw U+2028 inside a string",
+            json.dumps(
+                {
+                    "task": 1,
+                    "error": None,
+                    "messages": [{"role": "assistant", "content": "a\u2028b"}],
+                },
+                ensure_ascii=False,
+            ),
+        ),
+    ],
+)
+def test_odd_but_valid_lines_make_a_page(tmp_path: Path, name: str, line: str) -> None:
+    path = tmp_path / "odd.jsonl"
+    path.write_text(line + "\n", encoding="utf-8", errors="surrogatepass")
+    assert viewer_main([str(path), "--out", str(tmp_path / "page.html")]) == 0
+    (shown,) = page_data(tmp_path / "page.html")["rollouts"]
+    assert all(v is None or isinstance(v, float) for v in shown["scores"].values())
+
+
+def test_bad_input_never_ends_in_a_traceback_nor_an_empty_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    page = tmp_path / "page.html"
+    page.write_text("an earlier page")
+    cases = {
+        "deep.jsonl": "[" * 100_000 + "\n",
+        "not-utf8.jsonl": b'{"task": 1, "error": "\xff"}\n',
+        "wrong-source.jsonl": '{"completion": 1, "step": 1}\n',
+    }
+    for name, content in cases.items():
+        path = tmp_path / name
+        (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+        with pytest.raises(SystemExit) as exit_:
+            viewer_main([str(path), "--out", str(page), "--source", "v1"])
+        assert exit_.value.code == 2, name
+        err = capsys.readouterr().err
+        assert name in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert page.read_text() == "an earlier page"
+    with pytest.raises(SystemExit) as exit_:
+        viewer_main([str(SAVED / "openenv-fathom.jsonl"), "--out", str(tmp_path)])
+    assert exit_.value.code == 2 and "--out" in capsys.readouterr().err
+
+
+def test_sub_call_links_always_make_a_tree() -> None:
+    entry = {"prompt": "q", "messages": [], "turn": 1}
+    subs = [
+        {**entry, "index": None, "parent": None},
+        {**entry, "index": 5, "parent": 5},  # its own caller
+        {**entry, "index": 6, "parent": 7},  # a caller that comes later
+        {**entry, "index": 7, "parent": 6},
+        {**entry, "index": 8, "parent": 6},  # a real caller, earlier
+    ]
+    view = views.fathom_rollout(_fathom_line(sub_calls=subs))
+    assert [(s["index"], s["parent"]) for s in view["sub_calls"]] == [
+        (0, None),
+        (1, None),
+        (2, None),
+        (3, 2),
+        (4, 2),
+    ]
+
+
+def test_marks_count_as_the_page_counts_after_wide_characters() -> None:
+    evidence = "The Vess Lantern was catalogued as QX-1234."
+    folded = views.folded("😀😀 " + evidence, [evidence])
+    ((start, end),) = folded["marks"]
+    # UTF-16 code units, as the page's script slices: each emoji is two.
+    assert folded["text"].encode("utf-16-le")[2 * start : 2 * end].decode("utf-16-le") == evidence
+
+
+def test_a_row_cannot_make_the_viewer_build_a_huge_document() -> None:
+    row = json.loads((FIXTURES / "real_model" / "fathom-prose-answer-no-tags.json").read_text())
+    task = TaskRecord.from_json({**row["task_row"], "doc_tokens": 10**9})
+    assert views.supporting_pieces(task) == []
+
+
+def test_long_fields_are_cut_and_the_page_stays_small(tmp_path: Path) -> None:
+    huge = "x" * 2_000_000
+    line = _fathom_line(policy=huge, error=huge, ended_by=huge, task=huge)
+    line["messages"][0]["content"] = huge  # the system prompt
+    page = viewer.write(tmp_path / "page.html", [views.fathom_rollout(line)], title="t")
+    assert page.stat().st_size < 200_000

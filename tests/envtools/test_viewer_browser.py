@@ -225,3 +225,28 @@ def test_a_hostile_transcript_renders_as_text_and_runs_nothing(
     assert body.count(HOSTILE) >= 5  # the policy, reply, call name, tool output, sub-call prompt
     assert browser.evaluate("document.title") == HOSTILE
     assert browser.problems() == []
+
+
+def test_names_the_page_script_might_trip_on_are_just_names(
+    browser: Chromium, tmp_path: Path
+) -> None:
+    """A policy named like a property of every JS object, a gold that is a number, and text
+    wider than one UTF-16 unit before an evidence mark."""
+    line = json.loads((FIXTURES / "real_model" / "fathom-prose-answer-no-tags.json").read_text())
+    rows = [views.fathom_rollout({**line, "policy": name}) for name in ("constructor", "__proto__")]
+    rows.append(
+        views.gsm8k_rollout(
+            question="How many?", completion="\\boxed{18}", gold=18, scores={}, policy="toString"
+        )
+    )
+    page = viewer.write(tmp_path / "names.html", rows, title="names")
+    browser.open(page)
+    cells = texts(browser, "#by-family td")
+    assert "NaN" not in " ".join(cells) and "undefined" not in " ".join(cells)
+    assert {"constructor", "__proto__", "toString"} <= set(cells)
+    browser.evaluate(
+        "(() => { const s = document.getElementById('search'); s.value = '18';"
+        " s.dispatchEvent(new Event('input')); })()"
+    )
+    assert shown_rows(browser) == [2]
+    assert browser.problems() == []

@@ -48,8 +48,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.reject("paths", "at least one saved rollout", ", ".join(map(str, args.paths)))
     first = args.paths[0]
     out = args.out or (first if first.is_dir() else first.parent) / VIEWER_NAME
-    title = args.title or f"Rollouts: {', '.join(p.name for p in args.paths)}"
-    write(out, rollouts, title=title, about=f"{len(rollouts)} rollouts")
+    if out.is_dir():
+        parser.reject("--out", "a file path (not a folder)", str(out))
+    names = [p.name for p in args.paths]
+    title = (
+        args.title or f"Rollouts: {', '.join(names) if len(names) <= 3 else f'{len(names)} files'}"
+    )
+    try:
+        write(out, rollouts, title=title, about=f"{len(rollouts)} rollouts")
+    except OSError as exc:
+        parser.exit(cli.USAGE_ERROR, f"{parser.prog}: error: cannot write {out}: {exc.strerror}\n")
     print(f"wrote {out} ({len(rollouts)} rollouts, {out.stat().st_size:,} bytes)", file=sys.stderr)
     return 0
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envtools.viewer.rollouts import READERS, sniff
+from envtools.viewer.rollouts import read, sniff
 
 FOLDER_FILES = ("transcripts.jsonl", "results.jsonl", "traces.jsonl")
 """What a folder is read for: an `envtools.evaluate` output, a legacy `vf-eval -s` run, a
@@ -17,19 +17,31 @@ verifiers v1 run."""
 
 def _lines(path: Path) -> list[tuple[str, Any]]:
     """(where, decoded value) of every rollout in a file; ValueError names what is wrong."""
-    text = path.read_text(encoding="utf-8")
+    data = path.read_bytes()
     if path.suffix == ".json":
-        value = json.loads(text)
+        value = _decoded(data.decode("utf-8-sig"), f"{path}")
         items = value if isinstance(value, list) else [value]
         return [(f"{path} item {i + 1}", item) for i, item in enumerate(items)]
     out = []
-    for number, line in enumerate(text.splitlines(), 1):
+    # Lines end at "\n" only: JSON text may hold U+2028 and the like, which str.splitlines cuts.
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        where = f"{path} line {number}"
+        try:
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{where}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
         if line.strip():
-            try:
-                out.append((f"{path} line {number}", json.loads(line)))
-            except ValueError as exc:
-                raise ValueError(f"{path} line {number}: not JSON ({exc})") from None
+            out.append((where, _decoded(line, where)))
     return out
+
+
+def _decoded(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{where}: JSON nested too deep") from None
+    except ValueError as exc:
+        raise ValueError(f"{where}: not JSON ({exc})") from None
 
 
 def _saved_model(path: Path) -> str | None:
@@ -39,7 +51,7 @@ def _saved_model(path: Path) -> str | None:
         return None
     try:
         model = json.loads(metadata.read_text()).get("model")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
     return model if isinstance(model, str) else None
 
@@ -55,17 +67,24 @@ def load(paths: Sequence[Path], *, source: str | None = None, env: str | None = 
             path = inside[0]
         try:
             entries = _lines(path)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{path}: cannot be read ({exc})") from None
-        except ValueError as exc:
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        except ValueError as exc:  # a whole JSON file that is not UTF-8
             raise ValueError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from None
         model = _saved_model(path)
         for where, entry in entries:
             if not isinstance(entry, dict):
                 raise ValueError(f"{where}: a rollout is a JSON object, not {type(entry).__name__}")
             try:
-                reader = READERS[source or sniff(entry)]
-                rollouts.append(reader({"model": model, **entry} if model else entry, env))
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                raise ValueError(f"{where}: {exc}") from None
+                named = {"model": model, **entry} if model else entry
+                rollouts.append(read(named, source or sniff(entry), env))
+            except (
+                ValueError,
+                KeyError,
+                TypeError,
+                AttributeError,
+                IndexError,
+                RecursionError,
+            ) as exc:
+                raise ValueError(f"{where}: {type(exc).__name__}: {exc}"[:400]) from None
     return rollouts

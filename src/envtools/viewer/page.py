@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -62,7 +63,8 @@ def _sha256(text: str) -> str:
 
 def json_for_html(value: Any) -> str:
     """JSON that cannot end the `<script>` block it sits in or open markup inside it."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # ASCII: a lone surrogate a model wrote stays an escape, which the page's JSON.parse reads.
+    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     for char, escape in (
         ("<", "\\u003c"),
         (">", "\\u003e"),
@@ -75,6 +77,7 @@ def json_for_html(value: Any) -> str:
 
 
 def _escape_html(text: str) -> str:
+    text = text.encode("utf-8", "replace").decode("utf-8")  # no lone surrogate left to encode
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -123,6 +126,13 @@ def _intern_system_prompts(rollouts: list[dict[str, Any]]) -> list[str]:
 
 def write(path: Path, rollouts: Sequence[dict[str, Any]], *, title: str, about: str = "") -> Path:
     """Write the page to `path` (its folder made when missing) and return the path."""
+    page = render(rollouts, title=title, about=about)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(rollouts, title=title, about=about), encoding="utf-8")
+    # Written beside, then moved over: a failed write never leaves a broken or empty page.
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        partial.write_text(page, encoding="utf-8")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
     return path

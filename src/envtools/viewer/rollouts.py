@@ -21,6 +21,7 @@ shows them.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -43,6 +44,12 @@ MAX_MARKS = 24
 """Marks kept per text (a long output that repeats the evidence keeps its first ones)."""
 
 OUTCOMES = ("right", "wrong", "failed")
+MAX_REGENERATED_TOKENS = 1_000_000
+"""The longest synthetic document regenerated to find evidence (the environment's target is
+200K tokens); a row asking for more shows no marks."""
+FIELD_CHARS = 2_000
+"""A short field (question, answer, gold, error, names) longer than this is cut."""
+NAME_CHARS = 200
 
 
 # ---------------------------------------------------------------------------------- texts
@@ -72,9 +79,25 @@ def _merged(ranges: Sequence[Sequence[int]]) -> list[list[int]]:
 
 def fold(text: str, marks: Sequence[Sequence[int]] = ()) -> dict[str, Any]:
     """`{"text", "marks", "chars"}`: the text, or its head, tail and the windows around its marks
-    joined by a line saying how many characters were left out; marks point into what is kept."""
+    joined by a line saying how many characters were left out; marks point into what is kept,
+    counted in UTF-16 code units as the page's script counts (an emoji is two)."""
+    kept = _kept(text, marks)
+    return {"text": kept["text"], "marks": _utf16(kept["text"], kept["marks"]), "chars": len(text)}
+
+
+def _utf16(text: str, marks: Sequence[Sequence[int]]) -> list[list[int]]:
+    if text.isascii():
+        return [list(m) for m in marks]
+
+    def unit(index: int) -> int:
+        return len(text[:index].encode("utf-16-le", "surrogatepass")) // 2
+
+    return [[unit(s), unit(e)] for s, e in marks]
+
+
+def _kept(text: str, marks: Sequence[Sequence[int]]) -> dict[str, Any]:
     if len(text) <= KEEP_CHARS:
-        return {"text": text, "marks": [list(m) for m in marks], "chars": len(text)}
+        return {"text": text, "marks": [list(m) for m in marks]}
     windows = [(0, HEAD_CHARS), (len(text) - TAIL_CHARS, len(text))]
     windows += [(max(0, s - MARK_CONTEXT), min(len(text), e + MARK_CONTEXT)) for s, e in marks]
     kept = _merged(windows)
@@ -93,7 +116,7 @@ def fold(text: str, marks: Sequence[Sequence[int]] = ()) -> dict[str, Any]:
             if start <= s and e <= end:
                 moved.append([out + s - start, out + e - start])
                 break
-    return {"text": "".join(parts), "marks": moved, "chars": len(text)}
+    return {"text": "".join(parts), "marks": moved}
 
 
 def folded(text: str, pieces: Sequence[str] = ()) -> dict[str, Any]:
@@ -109,7 +132,7 @@ def _arguments_text(arguments: Any) -> str:
     if isinstance(arguments, str):
         try:
             decoded = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):
             return arguments
     else:
         decoded = arguments
@@ -117,8 +140,8 @@ def _arguments_text(arguments: Any) -> str:
         return decoded["code"]
     try:
         return json.dumps(decoded, indent=1, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(decoded)
+    except (TypeError, ValueError, RecursionError):
+        return repr(decoded)[:KEEP_CHARS]
 
 
 def _decoded(value: Any) -> Any:
@@ -127,7 +150,7 @@ def _decoded(value: Any) -> Any:
         return value
     try:
         return json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         return value
 
 
@@ -171,7 +194,7 @@ def view_turns(
         role = message.get("role")
         text = text_of(message.get("content"))
         if role == "system" and system is None and not turns:
-            system = text
+            system = _cut(text, 10 * KEEP_CHARS)
         elif role == "assistant":
             reply += 1
             calls = []
@@ -179,7 +202,7 @@ def view_turns(
                 function = (call.get("function") if isinstance(call, Mapping) else None) or {}
                 calls.append(
                     {
-                        "name": str(function.get("name") or ""),
+                        "name": _cut(function.get("name") or "", NAME_CHARS),
                         "arguments": fold(_arguments_text(function.get("arguments"))),
                     }
                 )
@@ -189,13 +212,13 @@ def view_turns(
             turns.append(
                 {
                     "role": "tool",
-                    "name": str(message.get("name") or ""),
+                    "name": _cut(message.get("name") or "", NAME_CHARS),
                     "text": folded(text, () if kind else pieces),
                     "error_kind": kind,
                 }
             )
         else:
-            turns.append({"role": str(role), "text": folded(text, pieces)})
+            turns.append({"role": _cut(role, NAME_CHARS), "text": folded(text, pieces)})
     return turns, system
 
 
@@ -218,6 +241,8 @@ def supporting_pieces(task: Any) -> list[str]:
     the document store (user rows); none when the task names no evidence or its text is gone."""
     if task is None or not task.spans:
         return []
+    if task.source != "user" and not 0 < task.doc_tokens <= MAX_REGENERATED_TOKENS:
+        return []  # a saved row cannot make the viewer build any document it names
     from fathom_rlm.documents.store import UnknownDocumentError, task_document
     from fathom_rlm.evidence import support_pieces
 
@@ -243,27 +268,84 @@ def fathom_vetoes(answer: str | None, task: Any, scores: Mapping[str, float] | N
     )
 
 
-def _sub_calls(entries: Iterable[Mapping[str, Any]], pieces: Sequence[str]) -> list[dict]:
-    out = []
-    for entry in entries:
+def _sub_calls(entries: Any, pieces: Sequence[str]) -> list[dict]:
+    """The sub-calls, numbered by position: a caller is kept only when it comes earlier (so the
+    nesting is a tree, whatever a saved file claims)."""
+    out: list[dict[str, Any]] = []
+    position: dict[Any, int] = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, Mapping):
+            continue
+        here = len(out)
+        saved_index, parent = entry.get("index"), entry.get("parent")
+        if isinstance(saved_index, int) and not isinstance(saved_index, bool):
+            position.setdefault(saved_index, here)
         turns, system = view_turns(normal_messages(entry.get("messages") or []), pieces)
+        where = entry.get("slice")
         out.append(
             {
-                "index": entry.get("index"),
-                "parent": entry.get("parent"),
-                "turn": entry.get("turn"),
-                "depth": entry.get("depth"),
-                "kind": entry.get("kind"),
-                "origin": entry.get("origin"),
-                "slice": entry.get("slice"),
-                "slice_source": entry.get("slice_source"),
-                "slice_chars": entry.get("slice_chars"),
-                "prompt": fold(str(entry.get("prompt") or "")),
+                "index": here,
+                "parent": position.get(parent) if position.get(parent, here) < here else None,
+                "turn": _whole(entry.get("turn")),
+                "depth": _whole(entry.get("depth")),
+                "kind": _cut(entry.get("kind"), NAME_CHARS),
+                "origin": _cut(entry.get("origin"), NAME_CHARS),
+                "slice": [_whole(x) for x in where] if _is_pair(where) else None,
+                "slice_source": _cut(entry.get("slice_source"), NAME_CHARS),
+                "slice_chars": _whole(entry.get("slice_chars")),
+                "prompt": fold(_cut(entry.get("prompt"), 10 * KEEP_CHARS) or ""),
                 "system": system,
                 "turns": turns,
             }
         )
     return out
+
+
+# ---------------------------------------------------------------------- saved values, bounded
+
+
+def _cut(value: Any, limit: int = FIELD_CHARS) -> str | None:
+    """A saved field as text of at most `limit` characters (and a note of what was cut)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        try:
+            value = json.dumps(value, ensure_ascii=False)[: limit + 1]
+        except (TypeError, ValueError, RecursionError):
+            value = f"<{type(value).__name__}>"
+    if len(value) <= limit:
+        return value
+    return value[:limit] + f" [… {len(value) - limit:,} characters not kept …]"
+
+
+def _number(value: Any) -> float | None:
+    """A finite number, else None (NaN, infinities, text and the like are shown as missing)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _whole(value: Any) -> int | None:
+    number = _number(value)
+    return int(number) if number is not None and abs(number) < 1e15 else None
+
+
+def _is_pair(value: Any) -> bool:
+    return (
+        isinstance(value, list | tuple)
+        and len(value) == 2
+        and all(_whole(x) is not None for x in value)
+    )
+
+
+def _task_id(value: Any) -> int | str | None:
+    return _whole(value) if _number(value) is not None else _cut(value, NAME_CHARS)
+
+
+def _scores(scores: Any) -> dict[str, float | None]:
+    if not isinstance(scores, Mapping):
+        return {}
+    return {_cut(k, NAME_CHARS): _number(v) for k, v in list(scores.items())[:200]}
 
 
 def _outcome(error: Any, correct: float | None) -> str:
@@ -294,25 +376,26 @@ def fathom_rollout(
     if answer is None and final and line.get("ended_by") == "answer":
         blocks = answer_blocks(final)
         answer = " | ".join(blocks) if blocks else None
-    scores = line.get("scores") or {}
+    scores = _scores(line.get("scores"))
     asked = question or (task.question if task is not None else _user_text(messages))
+    error = _cut(line.get("error") or None)
     return {
         "env": FATHOM,
-        "policy": str(line.get("policy") or policy or "?"),
-        "task": line.get("task"),
+        "policy": _cut(line.get("policy") or policy or "?", NAME_CHARS),
+        "task": _task_id(line.get("task")),
         "family": task.family if task is not None else None,
-        "question": asked,
-        "gold": task.answer if task is not None else None,
-        "aliases": list(task.aliases) if task is not None else [],
-        "answer": answer,
-        "ending": str(line.get("ended_by") or ("error" if line.get("error") else "unknown")),
-        "error": line.get("error"),
-        "outcome": _outcome(line.get("error"), scores.get("correctness")),
+        "question": _cut(asked),
+        "gold": _cut(task.answer) if task is not None else None,
+        "aliases": [_cut(a, NAME_CHARS) for a in task.aliases[:20]] if task is not None else [],
+        "answer": _cut(answer),
+        "ending": _cut(line.get("ended_by") or ("error" if error else "unknown"), NAME_CHARS),
+        "error": error,
+        "outcome": _outcome(error, scores.get("correctness")),
         "reward": scores.get("reward"),
-        "scores": dict(scores),
+        "scores": scores,
         "vetoes": fathom_vetoes(answer, task, scores),
         "tokens": scores.get("total_tokens"),
-        "tool_errors": int(scores.get("tool_errors") or 0),
+        "tool_errors": _whole(scores.get("tool_errors")) or 0,
         "mistakes": dict(mistakes.fathom_mistakes({**line, "messages": messages})),
         "system": system,
         "turns": turns,
@@ -346,20 +429,22 @@ def gsm8k_rollout(
     and both rewards."""
     from gsm8k_multireward.parsing import extract_answer
 
+    scores = _scores(scores)
+    error = _cut(error or None)
     return {
         "env": GSM8K,
-        "policy": policy,
-        "task": task,
+        "policy": _cut(policy, NAME_CHARS),
+        "task": _task_id(task),
         "family": None,
-        "question": question,
-        "gold": gold,
+        "question": _cut(question),
+        "gold": _cut(gold),
         "aliases": [],
-        "answer": extract_answer(completion),
+        "answer": _cut(extract_answer(completion)),
         "ending": "error" if error else ("truncated" if truncated else "answer"),
         "error": error,
         "outcome": _outcome(error, scores.get("correct_answer")),
         "reward": scores.get("reward"),
-        "scores": dict(scores),
+        "scores": scores,
         "vetoes": [],
         "tokens": scores.get("completion_tokens"),
         "tool_errors": 0,
@@ -553,7 +638,8 @@ def from_v1_episode(line: Mapping[str, Any], env: str | None = None) -> dict[str
             truncated=trace.get("stop_condition") == "truncated",
             error=error or None,
         )
-    replies = [i for i in chains[0] if nodes[i].get("message", {}).get("role") == "assistant"]
+    root_nodes = chains[0] if chains else []
+    replies = [i for i in root_nodes if (nodes[i].get("message") or {}).get("role") == "assistant"]
     subs = []
     for number, chain in enumerate(chains[1:]):
         conversation = messages(chain)
@@ -587,6 +673,22 @@ READERS = {
     "openenv": from_openenv_episode,
 }
 """Every source by the name `--source` takes."""
+NEEDS: dict[str, tuple[str, ...]] = {
+    "evaluate": ("task_row", "prompt", "messages"),
+    "vf-eval": ("completion",),
+    "v1": ("traces",),
+    "trl": ("completion",),
+    "openenv": ("messages", "error"),
+}
+"""A line read as each source holds at least one of these keys (else it is another source's)."""
+
+
+def read(line: Mapping[str, Any], source: str, env: str | None = None) -> dict[str, Any]:
+    """One saved line as a view rollout, read as `source`; ValueError if it is not of that form."""
+    if not any(key in line for key in NEEDS[source]):
+        wanted = " or ".join(f"`{k}`" for k in NEEDS[source])
+        raise ValueError(f"not a {source} line (it has no {wanted})")
+    return READERS[source](line, env)
 
 
 def sniff(line: Mapping[str, Any]) -> str:

@@ -172,7 +172,7 @@ function matches(r) {
     if (key === "mistake" ? !(want in r.mistakes) : String(r[key] ?? "") !== want) return false;
   }
   const needle = state.search.toLowerCase();
-  return !needle || [r.question, r.answer, r.gold].some((t) => t && t.toLowerCase().includes(needle));
+  return !needle || [r.question, r.answer, r.gold].some((t) => t != null && String(t).toLowerCase().includes(needle));
 }
 
 function renderTable() {
@@ -248,7 +248,8 @@ function buildGlance() {
     const tr = el("tr", {}, el("td", { text: p }));
     let right = 0, total = 0;
     for (const f of familyNames) {
-      const c = s.correct_by_family[f][p];
+      const cells = s.correct_by_family[f];
+      const c = Object.hasOwn(cells, p) ? cells[p] : null;  // "constructor" is a policy too
       if (c) { right += c[0]; total += c[1]; }
       tr.append(el("td", { class: "num", text: c ? `${c[0]}/${c[1]}` : "" }));
     }
