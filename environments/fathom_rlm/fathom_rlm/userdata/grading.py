@@ -22,15 +22,18 @@ kind accepts"); in short:
   A piece that normalises to nothing ("-", "?") is an item that matches nothing. Partial
   credit is the F1 of the items (harmonic mean of precision and recall) against the best
   accepted set; it is reported on its own (`list_partial_credit`), never as correctness;
-* ``comparison`` (OOLONG's comparison answers, graded as its metric grades them): the answer
-  holds exactly one of OOLONG's comparison phrases ("more common", "less common", "same
-  frequency"), and the accepted answer holds it ("Answer: 4471 is more common than 9120" for
-  "more common than"); two phrases are a hedge and grade wrong. Where the question gives
-  OOLONG's answer template ('Answer: X is [X] Y'), an answer that names X and Y must name them
-  in that order (swapped, it says the opposite; OOLONG's metric pays it);
+* ``comparison`` (OOLONG's comparison answers, graded as its metric grades them where that
+  metric pays only what is right): the answer holds one comparison, once and not negated, in
+  OOLONG's phrase ("more common", "less common", "same frequency") or another wording ("rarer",
+  "equally common"), and the accepted answer holds that phrase ("Answer: 4471 is more common
+  than 9120" for "more common than"); a second comparison is a hedge or a claim taken back and
+  grades wrong. Where the question gives OOLONG's answer template ('Answer: X is [X] Y'), a
+  sentence must be that one: X before the comparison and Y after (swapped, it says the
+  opposite, which OOLONG's metric pays);
 * ``choice``: the one letter the answer picks ("B", "(B)", "B) text", "B. text", "answer: b",
   "The answer is (B)", "option B"); an answer naming a second letter ("B or C", "(B) or (C)",
-  "choice B C D") or hedging towards one ("B: or maybe C", "B (perhaps D)") picks none.
+  "choice B C D", "B. Final answer: C") or hedging towards one ("B: or maybe C", "B (perhaps
+  D)", in any case or script) picks none; emphasis ("**B**") is read.
 
 Every grader is linear in the answer's length and refuses answers longer than
 `MAX_GRADED_CHARS` (the reward's own length cap is far lower). Accepted answers are parsed
@@ -296,8 +299,9 @@ _LETTER_SAID = re.compile(
     r"(?:\s+is)?\s*[:\-]?\s*[\[(]?([A-Za-z])(?:[\]).:]|(?=\s)|$)",
     re.IGNORECASE,
 )
-# Another choice named after the first: a bracketed letter anywhere ("(C)", "[C]", "C)"), or
-# a letter right after the first, alone or joined by "or", "and", ",", "/", "&".
+# Another choice named after the first: a bracketed letter anywhere ("(C)", "[C", "C)"), or a
+# letter right after the first, alone or joined by "or", "and", "vs", ",", "/", "&", "+", or a
+# list of letters ("B. C. D.").
 _ANOTHER_MARKED = re.compile(r"[\[(]\s*[A-Za-z](?![\w'])|(?<![\w'])[A-Za-z]\)")
 _ANOTHER_NEXT = re.compile(
     r"^\s*(?:(?:or|and|vs\.?|versus|[,/&+])\s*)?[\[(]?[A-Za-z](?![\w'])", re.IGNORECASE
