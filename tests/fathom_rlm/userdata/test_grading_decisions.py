@@ -209,3 +209,26 @@ def test_a_choice_answer_naming_two_letters_earns_nothing(answer: str) -> None:
 )
 def test_a_choice_answer_naming_one_letter_is_read(answer: str) -> None:
     assert grade_answer(answer, _task("B", kind="choice")).correct
+
+
+CITY = "Which city is the capital of France?\n(A) London\n(B) Paris\n(C) Rome\n(D) Berlin"
+
+
+@pytest.mark.parametrize(
+    ("answer", "picks"),
+    [
+        # A lone capital that is not one of the question's letters is no second choice.
+        ("B. This is probably because F = ma.", True),
+        ("B) Paris, probably X-rated for tourists", True),
+        ("B) Paris, maybe because of plan B", True),
+        # One of its letters, or a look-alike of one, is.
+        ("B) Paris, maybe c", False),
+        ("B) Paris, possibly \u0421", False),
+        ("B) Paris. Final answer: D", False),
+    ],
+)
+def test_a_hedge_counts_only_the_questions_own_letters(answer: str, picks: bool) -> None:
+    from dataclasses import replace
+
+    task = replace(_task("B", kind="choice"), question=CITY)
+    assert grade_answer(answer, task).correct is picks

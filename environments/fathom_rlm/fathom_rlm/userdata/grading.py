@@ -336,32 +336,48 @@ or a second pick ("B. Final answer: C")."""
 _WORD = re.compile(r"[^\W_]+")
 
 
-def _hedged_choice(rest: str, picked: str) -> bool:
+def _hedged_choice(rest: str, picked: str, choices: frozenset[str] | None) -> bool:
     """Whether, after a hedge word, the rest names a letter other than the picked one: a word of
-    one letter in any script or case ("c", "'C'", a Cyrillic "С"), but for the article "a" and
-    the pronoun "I" written so. One pass over the words: linear in the answer."""
+    one letter in any case ("c", "'C'"), one of `choices` when the question's letters are known
+    (else any but the article "a" and the pronoun "I"), and any letter outside ASCII (a
+    Cyrillic "С" looks like a choice). One pass over the words: linear in the answer."""
     hedged = False
     for word in _WORD.findall(unicodedata.normalize("NFKC", rest)):
-        lower = word.lower()
-        if lower in _HEDGES:
+        if word.lower() in _HEDGES:
             hedged = True
-        elif hedged and len(word) == 1 and word not in ("a", "I", "i") and word.upper() != picked:
-            return True
+        elif hedged and len(word) == 1 and word.upper() != picked:
+            if not word.isascii():
+                return True
+            if word.upper() in choices if choices else word not in ("a", "I", "i"):
+                return True
     return False
 
 
-def _another_choice(rest: str, next_letter: re.Pattern[str], picked: str) -> bool:
+_CHOICE_LINE = re.compile(r"^\s*[\[(]?([A-Z])[\]).:]\s+\S", re.MULTILINE)
+
+
+def question_choices(question: str) -> frozenset[str] | None:
+    """The letters a question offers as choices, one per line ("(A) text", "B) text", "C.
+    text"); None when it lists fewer than two."""
+    letters = frozenset(_CHOICE_LINE.findall(question))
+    return letters if len(letters) >= 2 else None
+
+
+def _another_choice(
+    rest: str, next_letter: re.Pattern[str], picked: str, choices: frozenset[str] | None
+) -> bool:
     """Whether the text after the picked letter names a second choice."""
     if _ANOTHER_MARKED.search(rest) or next_letter.match(rest):
         return True
-    return _hedged_choice(rest, picked)
+    return _hedged_choice(rest, picked, choices)
 
 
-def choice_letter(text: str) -> str | None:
+def choice_letter(text: str, choices: frozenset[str] | None = None) -> str | None:
     """The letter a choice answer picks (upper case), or None when it names none or more than
     one ("B or C", "(B) or (C)", "option B C D" pick none) or hedges towards another ("B: or
-    maybe C"). Emphasis marks ("**B**") are dropped and whitespace runs read as one space, so
-    the patterns never backtrack over a run."""
+    maybe C"; with the question's `choices`, only their letters count as such, else any lone
+    letter). Emphasis marks ("**B**") are dropped and whitespace runs read as one space, so the
+    patterns never backtrack over a run."""
     if len(text) > MAX_GRADED_CHARS:
         return None
     text = " ".join(text.replace("*", " ").split())
@@ -372,7 +388,8 @@ def choice_letter(text: str) -> str | None:
         m = lead.match(text)
         if m:
             picked = m.group(1).upper()
-            return None if _another_choice(text[m.end() :], next_letter, picked) else picked
+            rest = text[m.end() :]
+            return None if _another_choice(rest, next_letter, picked, choices) else picked
     return None
 
 
@@ -548,7 +565,7 @@ def grade_answer(answer: str, task: TaskRecord) -> Grade:
         got_year = parse_year(answer)
         return Grade(got_year is not None and got_year in {parse_year(a) for a in _accepted(task)})
     if kind == "choice":
-        letter = choice_letter(answer)
+        letter = choice_letter(answer, question_choices(task.question))
         return Grade(letter is not None and letter in {choice_letter(a) for a in _accepted(task)})
     got_text = normalize_text(strip_answer_label(answer))
     return Grade(bool(got_text) and got_text in {normalize_text(a) for a in _accepted(task)})
