@@ -465,11 +465,11 @@ _VIEWER_MEASURE = (
 NOT_RUN: dict[str, str] = {
     "uv run python -m envtools.viewer PATH": _MENTION,
     (
-        "uv run python -m envtools.viewer outputs/evals/gsm8k-multireward--MODEL/RUN    "
-        "# a legacy vf-eval -s run (its results.jsonl)"
+        "uv run python -m envtools.viewer environments/gsm8k_multireward/outputs/evals/"
+        "gsm8k-multireward--MODEL/RUN   # a legacy vf-eval -s run"
     ): _VIEWER,
     (
-        "uv run python -m envtools.viewer outputs/fathom-rlm--MODEL--RUN                "
+        "uv run python -m envtools.viewer outputs/fathom-rlm--MODEL--HARNESS--RUN   "
         "# a verifiers v1 run (its traces.jsonl)"
     ): _VIEWER,
     (

@@ -271,8 +271,8 @@ def build_parser() -> cli.ArgumentParser:
         prog="python -m envtools.evaluate",
         description="Evaluate fathom-rlm policies (scripted, or a model behind an OpenAI-"
         "compatible endpoint) on a fixed sample of a split (eval by default); writes a Markdown "
-        "report, results.json, rollouts.jsonl, transcripts.jsonl and an accuracy-versus-tokens "
-        "chart.",
+        "report, results.json, rollouts.jsonl, transcripts.jsonl, viewer.html (every rollout, "
+        "to open in a browser) and an accuracy-versus-tokens chart.",
     )
     _add_task_arguments(parser)
     parser.add_argument(

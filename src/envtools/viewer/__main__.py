@@ -26,16 +26,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m envtools.viewer",
         description="Write one static HTML page (no server, no network) showing saved rollouts.",
     )
-    parser.add_argument("paths", nargs="+", type=Path, help="JSONL/JSON files or eval folders")
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        type=Path,
+        help="saved rollouts, all on one page: JSONL or JSON files, or folders (an "
+        "envtools.evaluate output, a legacy vf-eval -s run, a verifiers v1 run). Read: evaluate "
+        "transcripts, vf-eval results, v1 traces, TRL completions logs, openenv_play episodes",
+    )
     parser.add_argument(
         "--out",
         type=Path,
         default=None,
-        help=f"the page (default: {VIEWER_NAME} beside the first path)",
+        help=f"the page (default: {VIEWER_NAME} in the first path's folder, or inside it when "
+        "it is a folder: an evaluation's own page is replaced)",
     )
-    parser.add_argument("--source", choices=tuple(READERS), default=None)
-    parser.add_argument("--env", choices=(FATHOM, GSM8K), default=None)
-    parser.add_argument("--title", default=None)
+    parser.add_argument(
+        "--source",
+        choices=tuple(READERS),
+        default=None,
+        help="read every line as this form (default: told by each line's keys); a wrong one "
+        "is refused only when a line lacks the form's key fields",
+    )
+    parser.add_argument(
+        "--env",
+        choices=(FATHOM, GSM8K),
+        default=None,
+        help="read every rollout as this environment's (default: told by its scores)",
+    )
+    parser.add_argument("--title", default=None, help="the page's title")
     args = parser.parse_args(argv)
     for path in args.paths:
         if not path.exists():
@@ -54,11 +73,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     title = (
         args.title or f"Rollouts: {', '.join(names) if len(names) <= 3 else f'{len(names)} files'}"
     )
+    count = f"{len(rollouts)} rollout{'s' if len(rollouts) != 1 else ''}"
     try:
-        write(out, rollouts, title=title, about=f"{len(rollouts)} rollouts")
+        write(out, rollouts, title=title, about=count)
     except OSError as exc:
         parser.exit(cli.USAGE_ERROR, f"{parser.prog}: error: cannot write {out}: {exc.strerror}\n")
-    print(f"wrote {out} ({len(rollouts)} rollouts, {out.stat().st_size:,} bytes)", file=sys.stderr)
+    print(f"wrote {out} ({count}, {out.stat().st_size:,} bytes)", file=sys.stderr)
     return 0
 
 

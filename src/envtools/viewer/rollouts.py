@@ -377,6 +377,7 @@ def fathom_rollout(
         blocks = answer_blocks(final)
         answer = " | ".join(blocks) if blocks else None
     scores = _scores(line.get("scores"))
+    subs = _sub_calls(line.get("sub_calls") or [], pieces)
     asked = question or (task.question if task is not None else _user_text(messages))
     error = _cut(line.get("error") or None)
     return {
@@ -399,8 +400,13 @@ def fathom_rollout(
         "mistakes": dict(mistakes.fathom_mistakes({**line, "messages": messages})),
         "system": system,
         "turns": turns,
-        "sub_calls": _sub_calls(line.get("sub_calls") or [], pieces),
+        "sub_calls": subs,
         "evidence": len(pieces),
+        "evidence_marks": sum(
+            len(t["text"]["marks"])
+            for turns_ in (turns, *(s["turns"] for s in subs))
+            for t in turns_
+        ),
     }
 
 

@@ -140,7 +140,11 @@ function showRollout(id) {
   fact("outcome", r.outcome, "outcome-" + r.outcome);
   fact("ending", r.ending);
   if (r.error) fact("error", r.error);
-  if (r.evidence) fact("evidence", `${r.evidence} supporting sentences; marked where a tool output or a slice shows them`);
+  const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  if (r.evidence) {
+    const shown = r.evidence_marks ? `${plural(r.evidence_marks, "mark")} below, where a tool output or a slice shows them` : "none in the saved turns";
+    fact("evidence", `${plural(r.evidence, "supporting sentence")}; ${shown}`);
+  }
   view.append(facts);
   view.append(el("h3", { text: "Rewards" }), scoresTable(r));
   const why = el("div", { class: "vetoes" });
