@@ -80,6 +80,12 @@ def _has_answer_block(text: str) -> bool:
     return start >= 0 and text.find("</answer>", start + len("<answer>")) >= 0
 
 
+def tool_result_kind(output: str) -> str | None:
+    """The mistake kind of a tool result: a cell that printed nothing, an error by the kind its
+    message names, or None for a normal result."""
+    return "printed_nothing" if output == NO_OUTPUT else tool_error_kind(output)
+
+
 def tool_error_kind(output: str) -> str | None:
     """The kind of a tool result that is an error ("Error: ..."), None for a normal result."""
     if not output.startswith("Error:"):
@@ -140,7 +146,7 @@ def fathom_mistakes(line: Mapping[str, Any]) -> Counter[str]:
     for message in messages:
         if message.get("role") == "tool":
             output = text_of(message.get("content"))
-            kind = "printed_nothing" if output == NO_OUTPUT else tool_error_kind(output)
+            kind = tool_result_kind(output)
             if kind:
                 counts[kind] += 1
     return counts

@@ -323,14 +323,14 @@ def user_correctness(
     evidence seen (rows with evidence), an answer over the row's cap (`answer_char_cap`), and
     an answer that holds the whole question. A user question may contain its own answer (the
     choices of a multiple-choice row), so an answer that is a part of the question is graded."""
-    from fathom_rlm.userdata.grading import answer_char_cap, grade_answer
+    from fathom_rlm.userdata.grading import grade_answer
 
-    vetoes = _vetoes(
+    vetoes = correctness_vetoes(
         answer,
+        task,
         touched_document=touched_document,
         evidence_seen=evidence_seen,
-        max_chars=answer_char_cap(task, max_answer_chars),
-        copies_question=_holds_user_question(answer, task.question),
+        max_answer_chars=max_answer_chars,
     )
     if answer is None or vetoes:
         return 0.0, 0.0
@@ -344,19 +344,19 @@ def correctness_vetoes(
     *,
     touched_document: bool,
     evidence_seen: bool,
-    config: RewardConfig | None = None,
+    max_answer_chars: int = 64,
 ) -> list[str]:
     """The vetoes (`VETOES`) that fire for this answer on this row: each one alone makes
     `graded_answer` pay no correctness, whatever the answer says. `evidence_seen` is the
-    reward's (True on a user row that names no evidence)."""
-    cfg = config or RewardConfig()
+    reward's (True on a user row that names no evidence); a user row's length cap is
+    `answer_char_cap` of `max_answer_chars`."""
     if task.source == "user":
         from fathom_rlm.userdata.grading import answer_char_cap
 
-        max_chars = answer_char_cap(task, cfg.max_answer_chars)
+        max_chars = answer_char_cap(task, max_answer_chars)
         copies = _holds_user_question(answer, task.question)
     else:
-        max_chars = cfg.max_answer_chars
+        max_chars = max_answer_chars
         copies = _copies_synthetic_question(answer, task.answer, task.question)
     return _vetoes(
         answer,
