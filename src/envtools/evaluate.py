@@ -237,6 +237,8 @@ def _write_conversations(
         rollout_views = [fathom_rollout(json.loads(line)) for line in lines]
         viewer.write(out_dir / viewer.VIEWER_NAME, rollout_views, title=title, about=about)
     except Exception as exc:
+        # No old page is left behind to be taken for this run's.
+        (out_dir / viewer.VIEWER_NAME).unlink(missing_ok=True)
         print(f"warning: {viewer.VIEWER_NAME} not written ({exc!r:.300})", file=sys.stderr)
 
 
@@ -514,9 +516,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(render_report(results), end="")
     chart = f", {CHART_NAME}" if results["chart"] else " (no chart: nothing completed)"
     transcripts = f", {TRANSCRIPTS_NAME}" if args.transcripts else ""
+    page = f", {viewer.VIEWER_NAME}" if (args.out / viewer.VIEWER_NAME).exists() else ""
     print(
-        f"\nwrote {args.out}/report.md, results.json, rollouts.jsonl{transcripts}, "
-        f"{viewer.VIEWER_NAME}{chart} "
+        f"\nwrote {args.out}/report.md, results.json, rollouts.jsonl{transcripts}{page}{chart} "
         f"in {results['environment']['wall_s']:.0f} s",
         file=sys.stderr,
     )

@@ -411,3 +411,11 @@ def test_long_fields_are_cut_and_the_page_stays_small(tmp_path: Path) -> None:
     line["messages"][0]["content"] = huge  # the system prompt
     page = viewer.write(tmp_path / "page.html", [views.fathom_rollout(line)], title="t")
     assert page.stat().st_size < 200_000
+
+
+def test_vetoes_are_those_of_the_answer_the_reward_graded() -> None:
+    line = _fathom_line(ended_by="answer")
+    line["messages"][-1]["content"] = "<answer>Kypek Rymo</answer> or <answer>Rymo</answer>"
+    view = views.fathom_rollout(line)
+    assert view["answer"] == "Kypek Rymo | Rymo"  # both blocks shown
+    assert view["vetoes"][0] == "no_answer"  # two blocks grade as no answer

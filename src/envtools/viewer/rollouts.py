@@ -26,8 +26,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from fathom_rlm.agent.tools import NO_OUTPUT
-
 from envtools import mistakes
 from envtools.tool_calls import text_of
 
@@ -208,7 +206,7 @@ def view_turns(
                 )
             turns.append({"role": "assistant", "reply": reply, "text": fold(text), "calls": calls})
         elif role == "tool":
-            kind = "printed_nothing" if text == NO_OUTPUT else mistakes.tool_error_kind(text)
+            kind = mistakes.tool_result_kind(text)
             turns.append(
                 {
                     "role": "tool",
@@ -370,12 +368,11 @@ def fathom_rollout(
     pieces = supporting_pieces(task)
     messages = normal_messages(line.get("messages") or [])
     turns, system = view_turns(messages, pieces)
-    replies = [m for m in messages if m.get("role") == "assistant"]
-    final = text_of(replies[-1].get("content")) if replies else None
-    answer = single_answer(final) if line.get("ended_by") == "answer" else None
-    if answer is None and final and line.get("ended_by") == "answer":
-        blocks = answer_blocks(final)
-        answer = " | ".join(blocks) if blocks else None
+    # The answer the reward graded (one block of a reply that ended the rollout), and what the
+    # page shows: every block when there is not exactly one.
+    final = _last_reply(messages) if line.get("ended_by") == "answer" else ""
+    graded = single_answer(final)
+    answer = graded if graded is not None else " | ".join(answer_blocks(final)) or None
     scores = _scores(line.get("scores"))
     subs = _sub_calls(line.get("sub_calls") or [], pieces)
     asked = question or (task.question if task is not None else _user_text(messages))
@@ -394,7 +391,7 @@ def fathom_rollout(
         "outcome": _outcome(error, scores.get("correctness")),
         "reward": scores.get("reward"),
         "scores": scores,
-        "vetoes": fathom_vetoes(answer, task, scores),
+        "vetoes": fathom_vetoes(graded, task, scores),
         "tokens": scores.get("total_tokens"),
         "tool_errors": _whole(scores.get("tool_errors")) or 0,
         "mistakes": dict(mistakes.fathom_mistakes({**line, "messages": messages})),
@@ -463,8 +460,6 @@ def gsm8k_rollout(
 
 
 # ------------------------------------------------------------------------------ sources
-
-GSM8K_SCORES = ("correct_answer", "length_reward", "reward")
 
 
 def _which_env(scores: Mapping[str, Any], env: str | None) -> str:
