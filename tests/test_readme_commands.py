@@ -494,10 +494,6 @@ NOT_RUN: dict[str, str] = {
     ),
     ".venvs/trl/bin/python -m envtools.local_model --measure": _LOCAL_MODEL,
     (
-        "uv run vf-eval fathom-rlm -m smollm2-135m -b http://127.0.0.1:8080/v1 -n 1 -r 1 -a "
-        """'{"doc_tokens": 4000}'"""
-    ): _LOCAL_MODEL,
-    (
         "uv run python -m envtools.evaluate --model smollm2-135m --base-url "
         "http://127.0.0.1:PORT/v1 --n 8 --doc-tokens 4000 --max-tokens 192 --temperature 0 "
         "--concurrency 1 --timeout 1800 --max-failed-share 1 --out outputs/real-smollm2-fathom"
@@ -936,9 +932,6 @@ NOT_RUN: dict[str, str] = {
         "--aggregation-only --n 2500 --held-n 1000 --null 200"
     ): _LONG,
     "uv run python -m envtools.audit.predictability --split train --null 200": _LONG,
-    "uv run python -m envtools.sft_export --out FILE.jsonl": (
-        "a synopsis (FILE.jsonl: the file to write); the docs/training.md export runs here"
-    ),
     # Commands whose run here would repeat one that runs (verifiers' CLIs take 15 s to start).
     (
         "uv run eval fathom-rlm -m MODEL --client.base-url URL --env.taskset.doc-tokens 16000 "
@@ -990,7 +983,6 @@ NOT_RUN: dict[str, str] = {
     "uv run eval gsm8k-multireward --help": _HELP,
     # Placeholders for arguments given in full next to them, or mentions in prose.
     "uv run python -m envtools.policy_server --fathom-doc-tokens 16000": _SAME + "policy-server",
-    "python scripts/validate_prime_rl.py --prime-rl PATH": "needs a prime-rl checkout",
     (
         "uv run python -m gsm8k_multireward.openenv.server.app --port 8000 "
         "--data PATH/TO/gsm8k.jsonl"
