@@ -5,7 +5,7 @@
         --gsm8k "GSM8K test=outputs/evals/gsm8k-multireward--smollm2-135m/ID/results.jsonl" \\
         --out outputs/real/table
 
-Each `--fathom LABEL=DIR` is an `envtools.evaluate` output folder (a model run, or scripted
+Each `--fathom LABEL=DIR` is an `fathom_lab.evaluate` output folder (a model run, or scripted
 policies); folders that share a label must hold the same tasks (the same `--n`, `--doc-tokens`
 or `--data`, and `--seed`), so the model and its baselines sit on the same rows. Each `--gsm8k
 LABEL=FILE` is a legacy `vf-eval -s` results.jsonl. For every policy the table gives format-gate
@@ -54,7 +54,7 @@ def _estimate(values: list[float]) -> dict[str, Any]:
 
 
 def fathom_rows(label: str, folder: Path) -> list[dict[str, Any]]:
-    """One row per policy of an `envtools.evaluate` folder."""
+    """One row per policy of an `fathom_lab.evaluate` folder."""
     transcripts = read_jsonl(folder / "transcripts.jsonl")
     rollouts = read_jsonl(folder / "rollouts.jsonl")
     by_policy: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     problems: list[str] = []
     replayed = skipped = 0
     for label, folder in args.fathom:
-        parser.require_file("--fathom", folder / "transcripts.jsonl", "envtools.evaluate output")
+        parser.require_file("--fathom", folder / "transcripts.jsonl", "fathom_lab.evaluate output")
         fathom += fathom_rows(label, folder)
         done, passed, found = check_file(folder / "transcripts.jsonl")
         replayed, skipped, problems = replayed + done, skipped + passed, problems + found

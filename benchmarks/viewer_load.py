@@ -3,7 +3,7 @@
 Usage: uv run python benchmarks/viewer_load.py [--n 50] [--doc-tokens 200000] [--loads 5]
            [--out docs/results/viewer-load.md] [--screenshots docs/assets]
 
-Runs `envtools.evaluate` with the honest reference on `--n` eval rows at `--doc-tokens` (its
+Runs `fathom_lab.evaluate` with the honest reference on `--n` eval rows at `--doc-tokens` (its
 viewer.html is the page measured), then opens the page `--loads` times in headless Chromium, each
 a fresh navigation, and takes from the page's own clock (`performance.now()`) the time until the
 list is drawn; then the time to draw the largest rollout. The baseline, opened the same way in the
@@ -28,7 +28,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from envtools import cli, evaluate, viewer
+from fathom_lab import evaluate
+
+from envtools import cli, viewer
 from envtools.viewer.browser import Chromium
 
 COMMAND = "uv run python benchmarks/viewer_load.py"
@@ -70,7 +72,7 @@ def screenshots(folder: Path, work: Path) -> list[Path]:
         run / viewer.VIEWER_NAME,
         viewer.load([run]),
         title="fathom-rlm evaluation: every scripted policy",
-        about="uv run python -m envtools.evaluate",
+        about="uv run python -m fathom_lab.evaluate",
     )
     lines = [json.loads(x) for x in (run / evaluate.TRANSCRIPTS_NAME).read_text().splitlines()]
     reference = [i for i, x in enumerate(lines) if x["policy"] == "fathom-reference"]
@@ -126,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         f"({platform.platform(terse=True)}, Python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs, headless Chromium from Debian's `chromium`).",
         "",
-        f"The run: `envtools.evaluate --policies fathom-reference --n {args.n} --doc-tokens "
+        f"The run: `fathom_lab.evaluate --policies fathom-reference --n {args.n} --doc-tokens "
         f"{args.doc_tokens}` ({eval_s:.0f} s with the viewer; the first row's document is "
         f"{data['doc_tokens']:,} tokens).",
         "",

@@ -121,11 +121,12 @@ done
 PATH="$(dirname "$(python -c 'import uv; print(uv.find_uv_bin())')"):$PATH"
 export PATH
 
-# On every core (pytest-xdist): each worker takes the next test as it frees up, except that a
-# module marked `xdist_group` (one whose module-scoped fixture starts a server or builds a corpus)
-# runs whole on one worker, so that fixture is built once.
+# The whole suite, slow tests included (`-m ""`), on every core (pytest-xdist, set in
+# pyproject.toml): each worker takes the next test as it frees up, except that a module marked
+# `xdist_group` (one whose module-scoped fixture starts a server or builds a corpus) runs whole on
+# one worker, so that fixture is built once.
 status=0
-uv run --frozen pytest -n auto --dist loadgroup "$@" || status=$?
+uv run --frozen pytest -m "" "$@" || status=$?
 if [ "$status" -eq 5 ]; then
     echo "error: pytest collected no tests" >&2
     exit 1

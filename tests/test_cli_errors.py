@@ -42,9 +42,9 @@ def _file(path: str, *args: str, names: str) -> Case:
     return Case((PYTHON, path, *args), names)
 
 
-EVALUATE = "envtools.evaluate"
+EVALUATE = "fathom_lab.evaluate"
 SERVER = "envtools.policy_server"
-SFT = "envtools.sft_export"
+SFT = "fathom_lab.sft_export"
 SFT_OUT = ("--out", "outputs/never-written.jsonl")
 USER_ROWS = "tests/fathom_rlm/userdata/fixtures"
 CASES: dict[str, Case] = {
@@ -144,34 +144,36 @@ CASES: dict[str, Case] = {
     "sft_export without --out": _module(SFT, names="--out"),
     "trl_launch missing file": _module("envtools.trl_launch", MISSING, names="config"),
     "trl_launch bad TOML": _module("envtools.trl_launch", "README.md", names="config"),
-    "calibrate --n 0": _module("envtools.policies.fathom.calibrate", "--n", "0", names="--n"),
+    "calibrate --n 0": _module("fathom_lab.ladder.calibrate", "--n", "0", names="--n"),
     "keyword_solver --doc-tokens": _module(
-        "envtools.policies.fathom.keyword_solver", "--doc-tokens", "1", names="--doc-tokens"
+        "fathom_lab.audit.keyword_solver", "--doc-tokens", "1", names="--doc-tokens"
     ),
     "verdict_audit --one-pick-rules": _module(
-        "envtools.policies.fathom.verdict_audit",
+        "fathom_lab.audit.verdict_audit",
         "--one-pick-rules",
         "rarest guess",
         names="--one-pick-rules",
     ),
     "gsm8k_grading missing data": _file(
-        "benchmarks/gsm8k_grading.py", "--data", MISSING, names="--data"
+        "labs/gsm8k_multireward/benchmarks/gsm8k_grading.py", "--data", MISSING, names="--data"
     ),
     "gsm8k_grading --repeats 0": _file(
-        "benchmarks/gsm8k_grading.py", "--repeats", "0", names="--repeats"
+        "labs/gsm8k_multireward/benchmarks/gsm8k_grading.py", "--repeats", "0", names="--repeats"
     ),
     "fathom_documents --tokens": _file(
-        "benchmarks/fathom_documents.py", "--tokens", "10", names="--tokens"
+        "labs/fathom_rlm/benchmarks/fathom_documents.py", "--tokens", "10", names="--tokens"
     ),
     "fathom_rollout --tasks 0": _file(
-        "benchmarks/fathom_rollout.py", "--tasks", "0", names="--tasks"
+        "labs/fathom_rlm/benchmarks/fathom_rollout.py", "--tasks", "0", names="--tasks"
     ),
     "fathom_sandbox --calls 0": _file(
-        "benchmarks/fathom_sandbox.py", "--calls", "0", names="--calls"
+        "labs/fathom_rlm/benchmarks/fathom_sandbox.py", "--calls", "0", names="--calls"
     ),
-    "fathom_soak --faults": _file("benchmarks/fathom_soak.py", "--faults", "x=1", names="--faults"),
+    "fathom_soak --faults": _file(
+        "labs/fathom_rlm/benchmarks/fathom_soak.py", "--faults", "x=1", names="--faults"
+    ),
     "fathom_harness_launch --python": _file(
-        "benchmarks/fathom_harness_launch.py", "--python", MISSING, names="--python"
+        "labs/fathom_rlm/benchmarks/fathom_harness_launch.py", "--python", MISSING, names="--python"
     ),
     "serving_pool gsm8k without --data": _file(
         "benchmarks/serving_pool.py",

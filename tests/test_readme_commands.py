@@ -212,7 +212,7 @@ RUNS: dict[str, Run] = {
     # The default evaluation takes about a minute: run once, inside the quickstart.
     "quickstart-evaluate": Run(
         (
-            "python -m pip install uv && uv run python -m envtools.evaluate",
+            "python -m pip install uv && uv run python -m fathom_lab.evaluate",
             "uv run python -m envtools.viewer outputs/eval                                  "
             "# an evaluation's folder (its transcripts.jsonl)",
         ),
@@ -222,7 +222,7 @@ RUNS: dict[str, Run] = {
             "outputs/eval/viewer.html": 20,
         },
         says=("# fathom-rlm evaluation",),
-        also_runs=("uv run python -m envtools.evaluate",),
+        also_runs=("uv run python -m fathom_lab.evaluate",),
     ),
     "eval-in-process": Run(
         (
@@ -262,14 +262,14 @@ RUNS: dict[str, Run] = {
         check=fathom_runs.check_readme_run("legacy", 5, 2),
     ),
     "evaluate-endpoint": Run(
-        ("uv run python -m envtools.evaluate --model NAME --base-url URL",),
+        ("uv run python -m fathom_lab.evaluate --model NAME --base-url URL",),
         endpoint=True,
         expect={"outputs/eval/rollouts.jsonl": 36},
         says=("fathom-reference",),
     ),
     "evaluate-user-rows": Run(
         (
-            "uv run python -m envtools.evaluate --data "
+            "uv run python -m fathom_lab.evaluate --data "
             "tests/fathom_rlm/userdata/fixtures/harbour.jsonl",
         ),
         expect={"outputs/eval-harbour/rollouts.jsonl": 60},  # 6 rows x 10 policies
@@ -278,7 +278,7 @@ RUNS: dict[str, Run] = {
     # The floor of choice rows (docs/evaluation.md): the report states it.
     "evaluate-blind-choice": Run(
         (
-            "uv run python -m envtools.evaluate --data "
+            "uv run python -m fathom_lab.evaluate --data "
             "environments/fathom_rlm/fathom_rlm/data/public_domain/questions.jsonl --policies "
             "fathom-reference,fathom-blind-choice --out outputs/eval-blind-choice",
         ),
@@ -287,7 +287,7 @@ RUNS: dict[str, Run] = {
     ),
     "evaluate-choice-heldout": Run(
         (
-            "uv run python -m envtools.evaluate --data "
+            "uv run python -m fathom_lab.evaluate --data "
             "environments/fathom_rlm/fathom_rlm/data/public_domain/choice_heldout.jsonl "
             "--policies fathom-reference,fathom-blind-choice --out outputs/eval-choice-heldout",
         ),
@@ -297,7 +297,7 @@ RUNS: dict[str, Run] = {
     ),
     "evaluate-blind-choice-longbench": Run(
         (
-            "uv run python -m envtools.evaluate --data "
+            "uv run python -m fathom_lab.evaluate --data "
             "tests/fathom_rlm/fixtures/formats/longbench.jsonl --data-format longbench "
             "--policies fathom-reference,fathom-blind-choice "
             "--out outputs/eval-blind-choice-longbench",
@@ -307,7 +307,7 @@ RUNS: dict[str, Run] = {
     ),
     "evaluate-user-rows-endpoint": Run(
         (
-            "uv run python -m envtools.evaluate --data "
+            "uv run python -m fathom_lab.evaluate --data "
             "tests/fathom_rlm/userdata/fixtures/oolong_synth.jsonl --data-format oolong "
             "--model <model> "
             "--base-url <url>",
@@ -331,7 +331,7 @@ RUNS: dict[str, Run] = {
     ),
     "sft-export-user-rows": Run(
         (
-            "uv run python -m envtools.sft_export --data "
+            "uv run python -m fathom_lab.sft_export --data "
             "tests/fathom_rlm/userdata/fixtures/harbour.jsonl --format prime-rl "
             "--out outputs/sft/harbour.prime-rl.jsonl",
         ),
@@ -339,7 +339,7 @@ RUNS: dict[str, Run] = {
         says=("6 rollouts: ",),
     ),
     "documents-shapes": Run(
-        ("uv run python benchmarks/fathom_documents.py --shapes",), says=("train",)
+        ("uv run python labs/fathom_rlm/benchmarks/fathom_documents.py --shapes",), says=("train",)
     ),
     "trl-launch-check": Run(
         (
@@ -399,7 +399,7 @@ RUNS: dict[str, Run] = {
     # documented table compared with what the run wrote.
     "evaluate-synthetic-32k": Run(
         (
-            "uv run python -m envtools.evaluate --doc-tokens 32000 --n 62 --policies "
+            "uv run python -m fathom_lab.evaluate --doc-tokens 32000 --n 62 --policies "
             f"{TRANSFER_POLICIES} --out outputs/eval-synthetic-32k",
         ),
         expect={"outputs/eval-synthetic-32k/rollouts.jsonl": 248},  # 62 tasks x 4 policies
@@ -408,7 +408,7 @@ RUNS: dict[str, Run] = {
     ),
     "evaluate-public-domain": Run(
         (
-            "uv run python -m envtools.evaluate --data "
+            "uv run python -m fathom_lab.evaluate --data "
             "environments/fathom_rlm/fathom_rlm/data/public_domain/questions.jsonl --policies "
             f"{TRANSFER_POLICIES} --out outputs/eval-public-domain",
         ),
@@ -418,7 +418,7 @@ RUNS: dict[str, Run] = {
     ),
     "sft-export": Run(
         (
-            "uv run python -m envtools.sft_export --policy fathom-reference --split train --n 16 "
+            "uv run python -m fathom_lab.sft_export --policy fathom-reference --split train --n 16 "
             "--doc-tokens 16000 --min-reward 0.5 --format prime-rl "
             "--out outputs/sft/fathom-train-16k.prime-rl.jsonl",
         ),
@@ -426,7 +426,7 @@ RUNS: dict[str, Run] = {
     ),
     "sft-export-3k": Run(
         (
-            "uv run python -m envtools.sft_export --policy fathom-reference --split train --n 16 "
+            "uv run python -m fathom_lab.sft_export --policy fathom-reference --split train --n 16 "
             "--doc-tokens 3000 --min-reward 0.5 --format trl "
             "--out outputs/sft/fathom-train-3k.jsonl",
         ),
@@ -443,8 +443,10 @@ _TRL_VENV = (
 _PRIME_RL = "prime-rl's own command, in a prime-rl checkout (GPUs); configured, not run"
 _SUITE = "runs tests of this suite (the suite runs them itself)"
 _LONG = "a measurement of minutes on 2 cores (the docs' numbers come from it)"
-_GSM8K_RUN = ".venvs/trl/bin/python training/gsm8k_grpo_gdpo.py "
-_FATHOM_SFT = "training/fathom_sft.py "  # trains in the TRL venv; evaluates from the main one
+_GSM8K_RUN = ".venvs/trl/bin/python labs/gsm8k_multireward/training/gsm8k_grpo_gdpo.py "
+_FATHOM_SFT = (
+    "labs/fathom_rlm/training/fathom_sft.py "  # trains in the TRL venv; evaluates from the main one
+)
 _SMOLLM2_GRPO = "orchestrator_configs/trl/smollm2-gsm8k-grpo.toml"
 _SAME = "the same run as one that runs here: "
 _HELP = "verifiers' own help (15 s to start); the documented eval commands run that CLI"
@@ -494,12 +496,12 @@ NOT_RUN: dict[str, str] = {
     ),
     ".venvs/trl/bin/python -m envtools.local_model --measure": _LOCAL_MODEL,
     (
-        "uv run python -m envtools.evaluate --model smollm2-135m --base-url "
+        "uv run python -m fathom_lab.evaluate --model smollm2-135m --base-url "
         "http://127.0.0.1:PORT/v1 --n 8 --doc-tokens 4000 --max-tokens 192 --temperature 0 "
         "--concurrency 1 --timeout 1800 --max-failed-share 1 --out outputs/real-smollm2-fathom"
     ): _LOCAL_MODEL,
     (
-        "uv run python -m envtools.evaluate --model smollm2-135m --base-url "
+        "uv run python -m fathom_lab.evaluate --model smollm2-135m --base-url "
         "http://127.0.0.1:PORT/v1 --n 8 --doc-tokens 4000 --max-tokens 192 --temperature 0.8 "
         "--seed 1 --concurrency 1 --timeout 1800 --max-failed-share 1 "
         "--out outputs/real-smollm2-fathom-t08"
@@ -534,12 +536,12 @@ NOT_RUN: dict[str, str] = {
         "outputs/trained/smollm2-fathom-sft --port 8094 --timeout 900 --threads 1"
     ): _LOCAL_MODEL,
     (
-        "uv run python -m envtools.evaluate --model smollm2-135m --base-url "
+        "uv run python -m fathom_lab.evaluate --model smollm2-135m --base-url "
         "http://127.0.0.1:8093/v1 --max-tokens 256 --temperature 0 --concurrency 1 --timeout 1800 "
         "--max-failed-share 1 --n 50 --doc-tokens 4000 --out outputs/real/base-4k"
     ): _LOCAL_MODEL,
     (
-        "uv run python -m envtools.evaluate --n 50 --doc-tokens 4000 --policies "
+        "uv run python -m fathom_lab.evaluate --n 50 --doc-tokens 4000 --policies "
         "fathom-reference,fathom-closed-book,fathom-grep-only --concurrency 1 "
         "--out outputs/real/scripted-4k"
     ): "a cell of the real-model table; tests/envtools/test_real_model_table.py runs it at --n 3",
@@ -610,7 +612,7 @@ NOT_RUN: dict[str, str] = {
         _LOCAL_MODEL
     ),
     "uv run python -m envtools.replay OUT/transcripts.jsonl": (
-        "replays an evaluation's output; tests/envtools/test_eval_transcripts.py runs it on one"
+        "replays an evaluation's output; tests/fathom_lab/test_eval_transcripts.py runs it on one"
     ),
     "bash scripts/test.sh": "the test suite itself",
     "CI=true bash .ci/run": "the test suite itself, from empty caches",
@@ -630,25 +632,25 @@ NOT_RUN: dict[str, str] = {
         "orchestrator_configs/prime-rl/fathom-rlm-grpo-curriculum/stage-2-32k.toml      # "
         "stage 2, ..."
     ): _GPU,
-    "uv run python benchmarks/gsm8k_grading.py --data PATH/TO/gsm8k/test.jsonl": (
+    "uv run python labs/gsm8k_multireward/benchmarks/gsm8k_grading.py --data PATH/TO/gsm8k/test.jsonl": (
         "needs the GSM8K test set from the hub (PATH/TO stands for where it was saved)"
     ),
     (
-        "uv run python -m envtools.evaluate --model NAME --base-url http://HOST:PORT/v1 "
+        "uv run python -m fathom_lab.evaluate --model NAME --base-url http://HOST:PORT/v1 "
         "[--api-key-var VAR]"
     ): (
         "a usage synopsis (`[...]` marks an optional argument); the eval-in-process and "
         "vf-eval commands here run a model behind an endpoint"
     ),
     (
-        "uv run python -m envtools.evaluate --split heldout --n 60 --doc-tokens 200000 "
+        "uv run python -m fathom_lab.evaluate --split heldout --n 60 --doc-tokens 200000 "
         "--out outputs/eval-heldout-200k"
     ): (
         "the held-out evaluation at 200K tokens takes many minutes on a 2-core machine; "
         "the default evaluation runs here"
     ),
     (
-        "uv run python -m envtools.evaluate --split heldout --n 200 --doc-tokens 200000 "
+        "uv run python -m fathom_lab.evaluate --split heldout --n 200 --doc-tokens 200000 "
         "--policies fathom-reference,fathom-reference-d2,fathom-reference-d1,fathom-reference-d0"
     ): (
         "the depth ladder on 200 held-out questions at 200K tokens takes many minutes; the "
@@ -733,7 +735,7 @@ NOT_RUN: dict[str, str] = {
     _GSM8K_RUN + "slice --train gsm8k/train.jsonl --test gsm8k/test.jsonl --config "
     f"{_SMOLLM2_GRPO} --sft 400 --sample 0 --out outputs/gsm8k-warm": (
         "reads the GSM8K files, which the repository does not ship; "
-        "tests/training/test_gsm8k_grpo_gdpo.py runs `slice --sft` on a fixture"
+        "tests/gsm8k_lab/test_gsm8k_grpo_gdpo.py runs `slice --sft` on a fixture"
     ),
     ".venvs/trl/bin/python " + _FATHOM_SFT + "train --data outputs/gsm8k-warm/sft.jsonl --out "
     "outputs/trained/smollm2-gsm8k-sft --epochs 1 --grad-accum 8 --threads 2 --max-length 1024": (
@@ -791,7 +793,7 @@ NOT_RUN: dict[str, str] = {
     "uv run python " + _FATHOM_SFT + "compare outputs/trained/eval-sft outputs/trained/eval-gdpo": (
         "compares the two evaluations above (needs their outputs)"
     ),
-    "uv run python training/gsm8k_grpo_gdpo.py report --runs outputs/trl/smollm2-fathom-grpo "
+    "uv run python labs/gsm8k_multireward/training/gsm8k_grpo_gdpo.py report --runs outputs/trl/smollm2-fathom-grpo "
     "outputs/trl/smollm2-fathom-gdpo "
     "--out docs/results/fathom-grpo-gdpo": (
         "writes the committed report from the runs above (needs their outputs)"
@@ -823,7 +825,7 @@ NOT_RUN: dict[str, str] = {
         "tests/fathom_rlm/adapters/test_fathom_adapters_trl.py tests/integration/test_trl_launch.py"
     ): _SUITE,
     # Measurements and studies of minutes on 2 cores (the numbers in the docs come from them).
-    "uv run python -m envtools.evaluate --split heldout --n 60 --doc-tokens 200000": _LONG,
+    "uv run python -m fathom_lab.evaluate --split heldout --n 60 --doc-tokens 200000": _LONG,
     (
         "uv run python -m envtools.openenv_soak --data "
         "tests/gsm8k_multireward/fixtures/adapters.jsonl --sessions 500"
@@ -842,96 +844,91 @@ NOT_RUN: dict[str, str] = {
     + "test_fathom_env_server.py::test_server_backed_eval_pool_matches_in_process (this eval "
     "with these pool flags, read from the README, and every score compared with the core)",
     (
-        "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 200000 "
+        "uv run python -m fathom_lab.evaluate --split heldout --n 500 --doc-tokens 200000 "
         "--policies fathom-code-only,fathom-grep-only"
     ): _LONG,
     (
-        "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 16000 "
+        "uv run python -m fathom_lab.evaluate --split heldout --n 500 --doc-tokens 16000 "
         "--policies fathom-reference,fathom-reference-train-verdicts"
     ): _LONG,
     (
-        "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 200000 "
+        "uv run python -m fathom_lab.evaluate --split heldout --n 500 --doc-tokens 200000 "
         "--policies fathom-reference,fathom-reference-train-verdicts"
     ): _LONG,
     (
-        "uv run python -m envtools.evaluate --split heldout --n 500 --doc-tokens 200000 "
+        "uv run python -m fathom_lab.evaluate --split heldout --n 500 --doc-tokens 200000 "
         "--policies fathom-reference-d1,fathom-reference-d0"
     ): _LONG,
-    "uv run python benchmarks/fathom_documents.py": _LONG,
-    "uv run python benchmarks/user_rows_load.py --rows 200,1000,2000,5000 --documents 1,20": _LONG,
-    "uv run python benchmarks/user_rows_load.py --workers 1,2,4,8 --rows 2000 --documents 20": (
+    "uv run python labs/fathom_rlm/benchmarks/fathom_documents.py": _LONG,
+    "uv run python labs/fathom_rlm/benchmarks/user_rows_load.py --rows 200,1000,2000,5000 --documents 1,20": _LONG,
+    "uv run python labs/fathom_rlm/benchmarks/user_rows_load.py --workers 1,2,4,8 --rows 2000 --documents 20": (
         _LONG + "; tests/fathom_rlm/documents/test_document_store.py checks the sharing"
     ),
-    "uv run python benchmarks/fathom_documents.py --cues 100 --tokens 200000": _LONG,
-    "uv run python benchmarks/fathom_documents.py --subjects 100 --tokens 200000": _LONG,
-    "uv run python benchmarks/fathom_documents.py --naive 5 --tokens 64000": _LONG,
-    "uv run python benchmarks/fathom_documents.py --verdicts 160 --tokens 16000": _LONG,
-    "uv run python benchmarks/fathom_documents.py --verdicts 160 --tokens 200000": _LONG,
-    "uv run python benchmarks/fathom_documents.py --baselines 160 --tokens 16000": _LONG,
-    "uv run python benchmarks/fathom_documents.py --baselines 40 --tokens 200000": _LONG,
-    "uv run python benchmarks/fathom_sandbox.py": _LONG,
-    "uv run python benchmarks/fathom_sandbox.py --loop-lag-only": _LONG,
+    "uv run python labs/fathom_rlm/benchmarks/fathom_documents.py --cues 100 --tokens 200000": _LONG,
+    "uv run python labs/fathom_rlm/benchmarks/fathom_documents.py --subjects 100 --tokens 200000": _LONG,
+    "uv run python labs/fathom_rlm/benchmarks/fathom_documents.py --naive 5 --tokens 64000": _LONG,
+    "uv run python labs/fathom_rlm/benchmarks/fathom_documents.py --verdicts 160 --tokens 16000": _LONG,
+    "uv run python labs/fathom_rlm/benchmarks/fathom_documents.py --verdicts 160 --tokens 200000": _LONG,
+    "uv run python labs/fathom_rlm/benchmarks/fathom_documents.py --baselines 160 --tokens 16000": _LONG,
+    "uv run python labs/fathom_rlm/benchmarks/fathom_documents.py --baselines 40 --tokens 200000": _LONG,
+    "uv run python labs/fathom_rlm/benchmarks/fathom_sandbox.py": _LONG,
+    "uv run python labs/fathom_rlm/benchmarks/fathom_sandbox.py --loop-lag-only": _LONG,
     (
-        "uv run python benchmarks/fathom_sandbox.py --sessions 30 --calls 100 --fresh-calls 3 "
+        "uv run python labs/fathom_rlm/benchmarks/fathom_sandbox.py --sessions 30 --calls 100 --fresh-calls 3 "
         "--alive 256"
     ): _LONG,
-    "uv run python benchmarks/fathom_rollout.py --doc-tokens 200000": _LONG,
-    "uv run python benchmarks/fathom_rollout.py --doc-tokens 16000": _LONG,
-    "uv run python benchmarks/fathom_soak.py --rollouts 1000 --concurrency 64": _LONG,
+    "uv run python labs/fathom_rlm/benchmarks/fathom_rollout.py --doc-tokens 200000": _LONG,
+    "uv run python labs/fathom_rlm/benchmarks/fathom_rollout.py --doc-tokens 16000": _LONG,
+    "uv run python labs/fathom_rlm/benchmarks/fathom_soak.py --rollouts 1000 --concurrency 64": _LONG,
     (
-        "uv run python benchmarks/fathom_soak.py --rollouts 300 --concurrency 32 --faults "
+        "uv run python labs/fathom_rlm/benchmarks/fathom_soak.py --rollouts 300 --concurrency 32 --faults "
         "drop=0.01,error=0.01,malformed=0.03,empty=0.01,slow=0.02,slow_s=2 --cancel-every 25 "
         "--kill-workers 10 --kill-fork-servers 2"
     ): _LONG,
     (
-        "uv run python benchmarks/fathom_harness_launch.py --compare-null --python "
+        "uv run python labs/fathom_rlm/benchmarks/fathom_harness_launch.py --compare-null --python "
         ".venvs/verifiers-0.4.0/bin/python"
     ): _LONG,
     (
-        "uv run python benchmarks/fathom_harness_launch.py --rollouts 20 --compare-null "
+        "uv run python labs/fathom_rlm/benchmarks/fathom_harness_launch.py --rollouts 20 --compare-null "
         "--python .venvs/verifiers-0.4.0/bin/python"
     ): _LONG,
     (
         ".venvs/verifiers-0.4.0/bin/python benchmarks/serving_pool.py --env fathom-rlm "
         "--base-url URL --num-examples 16 --rollouts 4"
     ): _LONG,
-    "uv run python -m envtools.policies.fathom.calibrate --n 150 --doc-tokens 200000": _LONG,
+    "uv run python -m fathom_lab.ladder.calibrate --n 150 --doc-tokens 200000": _LONG,
+    ("uv run python -m fathom_lab.audit.keyword_solver --split heldout --doc-tokens 200000"): _LONG,
+    "uv run python -m fathom_lab.audit.keyword_solver --split heldout --doc-tokens N": (_LONG),
     (
-        "uv run python -m envtools.policies.fathom.keyword_solver --split heldout "
-        "--doc-tokens 200000"
-    ): _LONG,
-    "uv run python -m envtools.policies.fathom.keyword_solver --split heldout --doc-tokens N": (
-        _LONG
-    ),
-    (
-        "uv run python -m envtools.policies.fathom.verdict_audit --split heldout --n 2000 "
+        "uv run python -m fathom_lab.audit.verdict_audit --split heldout --n 2000 "
         '--doc-tokens 16000 --one-pick-rules "rarest triple,rarest sentence"'
     ): _LONG,
     (
-        "uv run python -m envtools.policies.fathom.verdict_audit --split heldout --n 1000 "
+        "uv run python -m fathom_lab.audit.verdict_audit --split heldout --n 1000 "
         '--doc-tokens 16000 --one-pick-rules "rarest triple,rarest sentence,one part"'
     ): _LONG,
     (
-        "uv run python -m envtools.policies.fathom.verdict_audit --split heldout --n 1000 "
+        "uv run python -m fathom_lab.audit.verdict_audit --split heldout --n 1000 "
         '--doc-tokens 200000 --one-pick-rules "rarest triple,rarest sentence,one part"'
     ): _LONG,
-    "uv run python -m envtools.audit.sign_solver --split heldout --doc-tokens N --docs 150": _LONG,
+    "uv run python -m fathom_lab.audit.sign_solver --split heldout --doc-tokens N --docs 150": _LONG,
     (
-        "uv run python -m envtools.audit.sign_solver --split heldout --doc-tokens 16000 "
+        "uv run python -m fathom_lab.audit.sign_solver --split heldout --doc-tokens 16000 "
         "--docs 150 --pool"
     ): _LONG,
     (
-        "uv run python -m envtools.audit.sign_solver --split heldout --doc-tokens 16000 "
+        "uv run python -m fathom_lab.audit.sign_solver --split heldout --doc-tokens 16000 "
         "--docs 150 --known-verbs 0.25 --known-outcomes 0.25"
     ): _LONG,
-    "uv run python -m envtools.policies.fathom.position_tell --doc-tokens N --docs D": _LONG,
-    "uv run python -m envtools.policies.fathom.value_tells --doc-tokens N --docs D": _LONG,
-    "uv run python -m envtools.policies.fathom.value_tells --doc-tokens 16000": _LONG,
+    "uv run python -m fathom_lab.audit.position_tell --doc-tokens N --docs D": _LONG,
+    "uv run python -m fathom_lab.audit.value_tells --doc-tokens N --docs D": _LONG,
+    "uv run python -m fathom_lab.audit.value_tells --doc-tokens 16000": _LONG,
     (
-        "uv run python -m envtools.audit.predictability --split train "
+        "uv run python -m fathom_lab.audit.predictability --split train "
         "--aggregation-only --n 2500 --held-n 1000 --null 200"
     ): _LONG,
-    "uv run python -m envtools.audit.predictability --split train --null 200": _LONG,
+    "uv run python -m fathom_lab.audit.predictability --split train --null 200": _LONG,
     # Commands whose run here would repeat one that runs (verifiers' CLIs take 15 s to start).
     (
         "uv run eval fathom-rlm -m MODEL --client.base-url URL --env.taskset.doc-tokens 16000 "

@@ -9,7 +9,8 @@ read; the package's own code is never imported). transformers de-quantises it in
 weights (`gguf_file=`, which needs the `gguf` package) on the first start, about 35 to 50 s, and
 saves the result under `--cache-dir`; later starts load that (`converted_dir`, which the TRL
 launcher's `model = "local:smollm2-135m"` uses too). `--checkpoint DIR` serves fine-tuned
-weights instead (training/fathom_sft.py writes them). torch runs on the CPU. The venv and its
+weights instead (labs/fathom_rlm/training/fathom_sft.py writes them). torch runs on the CPU. The
+venv and its
 pins: docs/evaluation.md ("A real model on the CPU").
 
 Serves `POST /v1/chat/completions` (no streaming, one choice), `GET /v1/models` and
@@ -484,7 +485,7 @@ def build_parser() -> cli.ArgumentParser:
         type=Path,
         default=None,
         help="serve fine-tuned weights of --model instead: a transformers directory (model and "
-        "tokenizer), e.g. from training/fathom_sft.py",
+        "tokenizer), e.g. from labs/fathom_rlm/training/fathom_sft.py",
     )
     parser.add_argument(
         "--timeout", type=cli.number(0.1), default=DEFAULT_TIMEOUT_S, help="seconds per request"

@@ -1,6 +1,6 @@
 """What a model did wrong in a rollout, by kind, read from its saved transcript.
 
-The real-model table (benchmarks/real_model_table.py) counts these over `envtools.evaluate`'s
+The real-model table (benchmarks/real_model_table.py) counts these over `fathom_lab.evaluate`'s
 transcripts.jsonl (fathom-rlm) and legacy `vf-eval`'s results.jsonl (gsm8k-multireward). Every
 kind is read off what the rollout recorded, so a count is reproducible from the saved files:
 
@@ -132,7 +132,7 @@ def _reply_kinds(reply: Mapping[str, Any]) -> list[str]:
 
 
 def fathom_mistakes(line: Mapping[str, Any]) -> Counter[str]:
-    """Counts by kind for one line of `envtools.evaluate`'s transcripts.jsonl."""
+    """Counts by kind for one line of `fathom_lab.evaluate`'s transcripts.jsonl."""
     counts: Counter[str] = Counter()
     for reply in line.get("replies") or []:
         counts.update(_reply_kinds(reply))

@@ -11,10 +11,9 @@ task, so requests are answered concurrently.
 From Python: `async with serve_policies() as base_url:` or, for synchronous code,
 `with policy_server_in_thread() as base_url:`.
 
-With `--data PATH` (and `--data-format`, as `envtools.evaluate` takes them) the server answers a run
-on the user's own rows: the scripted fathom reference reads questions its grammar does not parse
-with the word-overlap reader (`envtools.policies.fathom.overlap_reader`), as `envtools.evaluate
---data` does, and the gold-in-hand attacks know the rows.
+Each installed ladder (`envtools.policies.registry`) may add flags: fathom-rlm's lab adds
+`--fathom-doc-tokens` and `--data PATH` / `--data-format` (a run on the user's own rows, as
+`fathom_lab.evaluate --data` takes them).
 
 For robustness tests and the soak benchmark only, `--faults SPEC` (or `faults=`) injects dropped
 connections, slow replies, 500s, malformed tool calls, empty messages and replies cut at the
@@ -23,12 +22,10 @@ token cap (see `envtools.faults`).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import errno
 import json
-import os
 import signal
 import sys
 import threading
@@ -38,9 +35,6 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
-
-from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
-from fathom_rlm.userdata import FORMATS
 
 from envtools import cli
 from envtools.faults import (
@@ -52,8 +46,7 @@ from envtools.faults import (
     describe,
 )
 from envtools.policies.base import ChatResult, Policy
-from envtools.policies.gsm8k import DATA_ENV_VAR
-from envtools.policies.registry import PolicyFactory, available_policies
+from envtools.policies.registry import PolicyFactory, ReplyScope, available_policies, ladders
 
 HOST = "127.0.0.1"
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -239,9 +232,9 @@ class PolicyServer:
         self,
         policies: Mapping[str, PolicyFactory] | None = None,
         faults: FaultPlan | FaultInjector | None = None,
-        any_text: bool = False,
+        scope: ReplyScope | None = None,
     ) -> None:
-        self._any_text = any_text
+        self._scope = scope or contextlib.nullcontext
         self._factories = dict(policies) if policies is not None else available_policies()
         self._instances: dict[str, Policy] = {}
         self._server: asyncio.Server | None = None
@@ -375,7 +368,7 @@ class PolicyServer:
             message = self.faults.malformed_message() if fault == "malformed" else EMPTY_MESSAGE
             results = [ChatResult(dict(message)) for _ in range(n)]
         else:
-            with _any_text_context(self._any_text):
+            with self._scope():
                 results = [await policy.respond(messages, tools) for _ in range(n)]
         finish_reason = None
         if fault == "cut":
@@ -388,26 +381,17 @@ class PolicyServer:
         return payload
 
 
-def _any_text_context(any_text: bool) -> contextlib.AbstractContextManager[None]:
-    """Within it, the fathom reference reads text it has no grammar for (user rows)."""
-    if not any_text:
-        return contextlib.nullcontext()
-    from envtools.policies.fathom.overlap_reader import reading_any_text
-
-    return reading_any_text()
-
-
 @contextlib.asynccontextmanager
 async def serve_policies(
     host: str = HOST,
     port: int = 0,
     policies: Mapping[str, PolicyFactory] | None = None,
     faults: FaultPlan | FaultInjector | None = None,
-    any_text: bool = False,
+    scope: ReplyScope | None = None,
 ) -> AsyncIterator[str]:
-    """Serve the scripted policies on the running loop; yields the base URL. `any_text`: the
-    fathom reference reads questions its grammar does not parse by word overlap (user rows)."""
-    server = PolicyServer(policies, faults, any_text)
+    """Serve the scripted policies on the running loop; yields the base URL. `scope` is entered
+    around every reply (see `Ladder.configure_server`)."""
+    server = PolicyServer(policies, faults, scope)
     base_url = await server.start(host, port)
     try:
         yield base_url
@@ -421,7 +405,7 @@ def policy_server_in_thread(
     port: int = 0,
     policies: Mapping[str, PolicyFactory] | None = None,
     faults: FaultPlan | FaultInjector | None = None,
-    any_text: bool = False,
+    scope: ReplyScope | None = None,
 ) -> Iterator[str]:
     """Serve the scripted policies from a background thread's event loop; yields the base URL."""
     ready = threading.Event()
@@ -431,7 +415,7 @@ def policy_server_in_thread(
         stop = asyncio.Event()
         started["stop"] = (asyncio.get_running_loop(), stop)
         try:
-            async with serve_policies(host, port, policies, faults, any_text) as base_url:
+            async with serve_policies(host, port, policies, faults, scope) as base_url:
                 started["url"] = base_url
                 ready.set()
                 await stop.wait()
@@ -455,13 +439,13 @@ def policy_server_in_thread(
 
 
 async def _serve_forever(
-    port: int, faults: FaultPlan | None = None, any_text: bool = False
+    port: int, faults: FaultPlan | None = None, scope: ReplyScope | None = None
 ) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with serve_policies(HOST, port, faults=faults, any_text=any_text) as base_url:
+    async with serve_policies(HOST, port, faults=faults, scope=scope) as base_url:
         print(base_url, flush=True)
         await stop.wait()
 
@@ -476,33 +460,6 @@ def build_parser() -> cli.ArgumentParser:
         "--port", type=cli.integer(0, 65535), default=0, help="port to bind (0: any free port)"
     )
     parser.add_argument(
-        "--fathom-doc-tokens",
-        type=cli.integer(MIN_DOC_TOKENS),
-        action="append",
-        metavar="N",
-        help="document length(s) of the fathom-rlm runs to serve (default 200000): the scripted "
-        "fathom policies find their task among the standard splits built at these lengths",
-    )
-    parser.add_argument(
-        "--data",
-        default=None,
-        metavar="PATH",
-        help="a JSONL file of your own rows (the fathom-rlm README, 'Your own documents') that "
-        "the run serves: the fathom reference then reads text it has no grammar for by word "
-        "overlap, as `envtools.evaluate --data` does",
-    )
-    parser.add_argument(
-        "--data-format",
-        choices=tuple(FORMATS),
-        default=None,
-        help="the row schema of --data (default native)",
-    )
-    # The earlier spelling, kept working but no longer shown (sft_export's --format is its
-    # output's, so one name serves all three commands).
-    parser.add_argument(
-        "--format", dest="data_format", choices=tuple(FORMATS), help=argparse.SUPPRESS
-    )
-    parser.add_argument(
         "--faults",
         type=cli.checked(FaultPlan.parse, "name=value pairs of envtools.faults"),
         default=None,
@@ -511,36 +468,38 @@ def build_parser() -> cli.ArgumentParser:
         "'drop=0.02,slow=0.05,slow_s=1.5,error=0.02,malformed=0.05,empty=0.01,seed=0' "
         "(per-request probabilities; see envtools.faults)",
     )
+    for ladder in ladders():
+        if ladder.add_server_arguments is not None:
+            ladder.add_server_arguments(parser)
     return parser
 
 
-def _load_data(parser: cli.ArgumentParser, path: str, format: str) -> None:
-    """Check the rows of --data (a bad row is a usage error naming it) and let the gold-in-hand
-    attacks find them."""
-    from envtools.policies import fathom
-    from envtools.user_rows import load_user_rows
+def _every(scopes: list[ReplyScope]) -> ReplyScope:
+    """One scope that enters each of `scopes`."""
 
-    fathom.register_tasks(load_user_rows(parser, path, format))
+    @contextlib.contextmanager
+    def scope() -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            for each in scopes:
+                stack.enter_context(each())
+            yield
+
+    return scope
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
-    data = os.environ.get(DATA_ENV_VAR)
-    if data:
-        parser.require_file(f"${DATA_ENV_VAR}", data, "GSM8K JSONL the gsm8k policies answer from")
-    if args.fathom_doc_tokens:
-        from envtools.policies import fathom
-
-        fathom.TASKS.autoload_doc_tokens = tuple(args.fathom_doc_tokens)
-    if args.data_format is not None and args.data is None:
-        parser.reject("--data-format", "--data (the file whose rows it reads)", args.data_format)
-    if args.data is not None:
-        _load_data(parser, args.data, args.data_format or "native")
+    scopes = [
+        scope
+        for ladder in ladders()
+        if ladder.configure_server is not None
+        and (scope := ladder.configure_server(parser, args)) is not None
+    ]
     if args.faults is not None:
         print(f"injecting faults: {describe(args.faults)}", file=sys.stderr, flush=True)
     try:
-        asyncio.run(_serve_forever(args.port, args.faults, any_text=args.data is not None))
+        asyncio.run(_serve_forever(args.port, args.faults, _every(scopes)))
     except OSError as exc:
         if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
             raise

@@ -2,7 +2,7 @@
 
     uv run python -m envtools.replay outputs/eval/transcripts.jsonl [MORE.jsonl ...]
 
-Each line of `envtools.evaluate`'s transcripts.jsonl holds a rollout's task row and every model
+Each line of `fathom_lab.evaluate`'s transcripts.jsonl holds a rollout's task row and every model
 reply in call order (root and sub-calls, with usage and finish reason). Replaying feeds those
 replies back as the chat function, so the loop runs the same tool calls on the regenerated
 document and the reward scores the record it builds; every saved score must come out equal.
@@ -111,7 +111,7 @@ def check_file(path: Path) -> tuple[int, int, list[str]]:
 def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(
         prog="python -m envtools.replay",
-        description="Replay envtools.evaluate's transcripts.jsonl through the loop and reward "
+        description="Replay fathom_lab.evaluate's transcripts.jsonl through the loop and reward "
         "(no model) and check that every saved score is what the core computes.",
     )
     parser.add_argument("transcripts", type=Path, nargs="+", help="transcripts.jsonl files")
@@ -124,12 +124,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     replayed = skipped = 0
     problems: list[str] = []
     for given in args.transcripts:
-        path = parser.require_file("transcripts", given, "envtools.evaluate's output")
+        path = parser.require_file("transcripts", given, "fathom_lab.evaluate's output")
         try:
             done, passed, found = check_file(path)
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             parser.reject(
-                "transcripts", "envtools.evaluate's transcripts.jsonl", f"{path}: {error}"
+                "transcripts", "fathom_lab.evaluate's transcripts.jsonl", f"{path}: {error}"
             )
         replayed, skipped = replayed + done, skipped + passed
         problems += [f"{path}: {problem}" for problem in found]

@@ -20,7 +20,7 @@ The file (schema in docs/training.md, examples in orchestrator_configs/trl/):
     output_dir = "outputs/trl/gsm8k-gdpo"
 
 `advantage = "gdpo"` sets `multi_objective_aggregation = "normalize_then_sum"` (each reward
-z-scored in its group, weighted sum, batch z-score; `envtools.gdpo.gdpo_advantages`);
+z-scored in its group, weighted sum, batch z-score; `gdpo_reference.gdpo_advantages`);
 `"grpo"` sets `"sum_then_normalize"` (weighted sum, then a group z-score). Each reward key
 becomes one TRL reward function, logged as `rewards/<key>/mean` and `rewards/<key>/std`.
 After training the launcher writes `log_history.json` to the output directory.

@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 import pytest
-
-from envtools.gdpo import collapse_example, gdpo_advantages, grpo_advantages
+from gdpo_reference import collapse_example, gdpo_advantages, grpo_advantages
 
 SQRT_HALF = math.sqrt(0.5)
 

@@ -166,9 +166,9 @@ def test_with_a_token_every_request_needs_it() -> None:
 
 @pytest.mark.timeout(1800)
 def test_one_real_fathom_episode_ends_with_a_reason_and_its_scores_replay(server: str) -> None:
+    from fathom_lab.eval_runner import TRANSCRIPT_KEY, endpoint_contender, run_one
     from fathom_rlm.documents import build_split
 
-    from envtools.eval_runner import TRANSCRIPT_KEY, endpoint_contender, run_one
     from envtools.replay import mismatches, replay_rollout
 
     row = build_split("eval", 1, doc_tokens=4_000)[0]

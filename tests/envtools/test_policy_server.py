@@ -15,9 +15,9 @@ from typing import Any
 
 import openai
 import pytest
+from gsm8k_lab.policies import VERBOSE_TOKENS, Gsm8kPolicy, estimate_tokens
 
 from envtools.policies.base import ChatResult
-from envtools.policies.gsm8k import VERBOSE_TOKENS, Gsm8kPolicy, estimate_tokens
 from envtools.policies.registry import UnknownPolicyError, get_policy, policy_names
 from envtools.policy_server import policy_server_in_thread, serve_policies
 
@@ -251,9 +251,8 @@ def test_command_line_prints_the_url_first(data_path: Path) -> None:
 def test_fathom_task_index_serves_the_requested_document_length() -> None:
     # `--fathom-doc-tokens N` sets these lengths: the reference policy must find a question of a
     # 16K-token run, and a smaller `num_examples` asks the first rows of the same split.
+    from fathom_lab.policies import TaskIndex
     from fathom_rlm.documents import build_split
-
-    from envtools.policies.fathom import TaskIndex
 
     row = build_split("eval", 1, doc_tokens=16_000)[0]
     index = TaskIndex(autoload_splits=("eval",), autoload_doc_tokens=(16_000,))
@@ -262,15 +261,14 @@ def test_fathom_task_index_serves_the_requested_document_length() -> None:
 
 def test_command_line_data_lets_the_reference_answer_user_rows() -> None:
     """With `--data` the fathom reference reads the user's own text (word overlap), as
-    `envtools.evaluate --data` does; without it, the same rollout finds nothing."""
+    `fathom_lab.evaluate --data` does; without it, the same rollout finds nothing."""
     import openai
+    from fathom_lab.eval_runner import openai_chat
     from fathom_rlm.agent import run_rollout
     from fathom_rlm.documents import task_document
     from fathom_rlm.rewards import score_rollout
     from fathom_rlm.sandbox import shutdown_fork_servers
     from fathom_rlm.userdata import load_rows, task_question
-
-    from envtools.eval_runner import openai_chat
 
     rows = Path(__file__).resolve().parents[1] / "fathom_rlm" / "userdata" / "fixtures"
     task = load_rows(rows / "harbour.jsonl")[0]  # a text row with evidence

@@ -1,4 +1,4 @@
-"""benchmarks/real_model_table.py on small real runs: an `envtools.evaluate` folder of scripted
+"""benchmarks/real_model_table.py on small real runs: an `fathom_lab.evaluate` folder of scripted
 policies and a legacy `vf-eval` results file made from the real model's own gsm8k completions.
 Every saved score is checked against the core before the table is written, and a tampered score
 makes the command fail."""
@@ -26,9 +26,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def scripted_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two scripted policies on the same 3 tasks, as `envtools.evaluate` saves them."""
+    """Two scripted policies on the same 3 tasks, as `fathom_lab.evaluate` saves them."""
     out = tmp_path_factory.mktemp("scripted")
-    evaluate = [sys.executable, "-m", "envtools.evaluate", "--n", "3", "--doc-tokens", "4000"]
+    evaluate = [sys.executable, "-m", "fathom_lab.evaluate", "--n", "3", "--doc-tokens", "4000"]
     policies = ["--policies", "fathom-closed-book,fathom-grep-only", "--out", str(out)]
     done = subprocess.run(
         [*evaluate, *policies], capture_output=True, text=True, timeout=540, cwd=REPO
@@ -86,7 +86,7 @@ def test_a_tampered_score_fails_the_table(scripted_runs: Path, tmp_path: Path) -
 
 def test_runs_on_different_rows_cannot_share_a_label(scripted_runs: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
-    evaluate = [sys.executable, "-m", "envtools.evaluate", "--n", "2", "--doc-tokens", "4000"]
+    evaluate = [sys.executable, "-m", "fathom_lab.evaluate", "--n", "2", "--doc-tokens", "4000"]
     args = ["--policies", "fathom-closed-book", "--out", str(other)]
     assert subprocess.run([*evaluate, *args], capture_output=True, cwd=REPO).returncode == 0
     done = run("--fathom", f"4K={scripted_runs}", f"4K={other}", "--out", str(tmp_path / "t"))

@@ -1,5 +1,5 @@
 """Real model output, replayed with no model: what SmolLM2-135M-Instruct wrote through
-`envtools.local_model` (saved by `envtools.evaluate` and legacy `vf-eval`) goes back through the
+`envtools.local_model` (saved by `fathom_lab.evaluate` and legacy `vf-eval`) goes back through the
 agent loop and the reward (fathom-rlm) or the grader (gsm8k-multireward). Each ends with a
 recorded reason and the same scores it was given when the model ran; none crashes.
 """

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fathom_lab import evaluate
 from fathom_rlm.documents import TaskRecord
 
-from envtools import evaluate, mistakes, viewer
+from envtools import mistakes, viewer
 from envtools.viewer import rollouts as views
 from envtools.viewer.__main__ import main as viewer_main
 

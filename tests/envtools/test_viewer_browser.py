@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fathom_lab import evaluate
 from fathom_rlm.documents import TaskRecord
 
-from envtools import evaluate, viewer
+from envtools import viewer
 from envtools.viewer import rollouts as views
 from envtools.viewer.browser import Chromium, find_chromium
 

@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gsm8k_lab.policies import Gsm8kPolicy
 from gsm8k_multireward import GSM8KConfig, MathGrader, score_completion
 from gsm8k_multireward.openenv import Gsm8kAction, Gsm8kEnvClient, Gsm8kObservation
 from openenv.core.generic_client import GenericEnvClient
-
-from envtools.policies.gsm8k import Gsm8kPolicy
 
 FIXTURE = Path(__file__).parent / "fixtures" / "adapters.jsonl"
 WEIGHT = 0.5
@@ -95,8 +94,9 @@ def test_a_model_played_episode_scores_as_the_core(
 ) -> None:
     """`envtools.openenv_play` with a model endpoint (scripted: its exact and its verbose
     replies): each reply's server scores are what the core grades for it (`--check`)."""
+    from gsm8k_lab.policies import POLICIES
+
     from envtools.openenv_play import main as play_main
-    from envtools.policies.gsm8k import POLICIES
     from envtools.policy_server import policy_server_in_thread
 
     monkeypatch.setenv("GSM8K_POLICY_DATA", str(FIXTURE))

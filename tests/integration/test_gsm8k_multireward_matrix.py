@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gsm8k_lab.policies import Gsm8kPolicy
 from gsm8k_multireward import MathGrader
 from gsm8k_runs import EXPECTED, FIXTURE, QUESTIONS, check_scores, legacy_rows, v1_rows
 
 from envtools.policies.base import ChatResult
-from envtools.policies.gsm8k import Gsm8kPolicy
 from envtools.policy_server import policy_server_in_thread
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """TRL end to end, in the TRL venv (scripts/test.sh builds it and exports $TRL_PYTHON).
 
-- `envtools.gdpo` equals TRL's own advantage computation (its trainer's scoring step) on random
+- `gdpo_reference` equals TRL's own advantage computation (its trainer's scoring step) on random
   rewards, for GDPO (`normalize_then_sum`) and GRPO (`sum_then_normalize`).
 - Two real training steps through the launcher, GRPO and GDPO, on a tiny random model and the
   GSM8K fixture rows: each reward component is logged, and the advantages TRL trained on
@@ -25,8 +25,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
-from envtools.gdpo import gdpo_advantages, grpo_advantages
+from gdpo_reference import gdpo_advantages, grpo_advantages
 
 pytestmark = pytest.mark.xdist_group("test_trl_launch")
 
@@ -366,12 +365,12 @@ def test_fathom_rollouts_call_the_real_tools_through_trl(
     """One GDPO step where TRL runs the root turns: its tool loop calls `repl` (the sandbox) and
     `llm` (sub-calls to the scripted policy server over loopback), and the core scores each
     rollout. The random model's tool calls are whole tokens of its vocabulary."""
+    from fathom_lab.evaluate import registered_tasks
     from fathom_rlm.adapters.scoring import load_document
     from fathom_rlm.adapters.trl import final_message
     from fathom_rlm.documents import build_split
     from fathom_rlm.rewards import format_gate
 
-    from envtools.evaluate import registered_tasks
     from envtools.policy_server import policy_server_in_thread
 
     model = tmp_path / "tool-model"

@@ -26,13 +26,13 @@ def replay_scores(row: TaskRecord, policy: str, **arguments: Any) -> dict[str, f
     the question as the model sees it), scored by the core: what every adapter must report."""
     from contextlib import nullcontext
 
+    from fathom_lab.ladder.overlap_reader import reading_any_text
     from fathom_rlm.adapters.arguments import FathomArguments
     from fathom_rlm.adapters.scoring import load_document, score
     from fathom_rlm.agent import run_rollout
     from fathom_rlm.sandbox import shutdown_fork_servers
     from fathom_rlm.userdata import task_question
 
-    from envtools.policies.fathom.overlap_reader import reading_any_text
     from envtools.policies.registry import get_policy
 
     args = FathomArguments(doc_tokens=DOC_TOKENS, **arguments)

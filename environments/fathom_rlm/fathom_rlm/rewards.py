@@ -66,7 +66,7 @@ flag 0, so the mean over the rows where it applies is sum(value) / sum(flag)."""
 # Oracle plan cost per family beyond the reading every plan must do (see `oracle_tokens`):
 # the median measured cost of the depth-matched reference policy over its correct rollouts on
 # the first 150 `train` rows at 200K tokens, minus its unavoidable reading. Re-derive with
-# `uv run python -m envtools.policies.fathom.calibrate --n 150 --doc-tokens 200000`.
+# `uv run python -m fathom_lab.ladder.calibrate --n 150 --doc-tokens 200000`.
 ORACLE_FIXED_TOKENS: dict[str, int] = {
     "exact_id": 2_300,
     "single_hop": 8_300,

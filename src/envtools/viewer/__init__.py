@@ -3,7 +3,7 @@
     uv run python -m envtools.viewer outputs/eval                    # an evaluation's transcripts
     uv run python -m envtools.viewer results.jsonl --out run.html    # vf-eval -s, TRL, OpenEnv
 
-`envtools.evaluate` writes `viewer.html` beside its report. `rollouts` reads every saved form
+`fathom_lab.evaluate` writes `viewer.html` beside its report. `rollouts` reads every saved form
 into the page's shape, `files` reads them from disk, `page` writes the page and `browser` drives
 a headless Chromium to look at it.
 """

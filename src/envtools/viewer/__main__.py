@@ -3,8 +3,8 @@
     uv run python -m envtools.viewer PATH [PATH ...] [--out FILE] [--source NAME] [--env ID]
 
 A PATH is a JSONL file (one rollout a line), a JSON file (one rollout, or a list of them) or an
-`envtools.evaluate` output folder (its transcripts.jsonl). The source of each line is told by its
-keys (`--source` names it instead): `envtools.evaluate` transcripts and the real-model fixtures,
+`fathom_lab.evaluate` output folder (its transcripts.jsonl). The source of each line is told by its
+keys (`--source` names it instead): `fathom_lab.evaluate` transcripts and the real-model fixtures,
 legacy `vf-eval -s` results.jsonl, TRL completions logs, `envtools.openenv_play` episodes.
 The environment is told by the scores (`--env` names it instead). Unreadable input is one line
 on stderr naming the file and line, exit 2, and nothing is written.
@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         nargs="+",
         type=Path,
         help="saved rollouts, all on one page: JSONL or JSON files, or folders (an "
-        "envtools.evaluate output, a legacy vf-eval -s run, a verifiers v1 run). Read: evaluate "
+        "fathom_lab.evaluate output, a legacy vf-eval -s run, a verifiers v1 run). Read: evaluate "
         "transcripts, vf-eval results, v1 traces, TRL completions logs, openenv_play episodes",
     )
     parser.add_argument(

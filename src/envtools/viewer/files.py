@@ -1,5 +1,5 @@
 """Saved rollouts read from files: JSONL (a rollout a line), JSON (one or a list), or a folder
-(an `envtools.evaluate` output or a `vf-eval -s` run)."""
+(an `fathom_lab.evaluate` output or a `vf-eval -s` run)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from envtools.viewer.rollouts import read, sniff
 
 FOLDER_FILES = ("transcripts.jsonl", "results.jsonl", "traces.jsonl")
-"""What a folder is read for: an `envtools.evaluate` output, a legacy `vf-eval -s` run, a
+"""What a folder is read for: an `fathom_lab.evaluate` output, a legacy `vf-eval -s` run, a
 verifiers v1 run."""
 
 

@@ -2,7 +2,7 @@
 
 Every source is read into a list of *view rollouts* (plain JSON-safe dicts):
 
-* fathom-rlm: `envtools.evaluate`'s transcripts.jsonl (and the real-model fixtures, one such
+* fathom-rlm: `fathom_lab.evaluate`'s transcripts.jsonl (and the real-model fixtures, one such
   line in a JSON file), legacy `vf-eval -s` results.jsonl, verifiers v1 traces.jsonl, TRL
   completions logs and `envtools.openenv_play` episodes;
 * gsm8k-multireward: the same saved forms but the evaluation's, and the real-model fixtures.
@@ -359,7 +359,7 @@ def fathom_rollout(
     policy: str | None = None,
     question: str | None = None,
 ) -> dict[str, Any]:
-    """One fathom-rlm rollout: an `envtools.evaluate` transcript line or anything of its shape
+    """One fathom-rlm rollout: an `fathom_lab.evaluate` transcript line or anything of its shape
     (`messages`, optionally `replies`, `sub_calls`, `scores`, `ended_by`, `error`)."""
     from fathom_rlm.agent.answer import answer_blocks, single_answer
 
@@ -469,7 +469,7 @@ def _which_env(scores: Mapping[str, Any], env: str | None) -> str:
 
 
 def from_eval_line(line: Mapping[str, Any], env: str | None = None) -> dict[str, Any]:
-    """An `envtools.evaluate` transcript line, or a real-model fixture (either environment)."""
+    """An `fathom_lab.evaluate` transcript line, or a real-model fixture (either environment)."""
     if "task_row" in line:
         return fathom_rollout(line)
     scores = line.get("scores") or {}
@@ -542,7 +542,8 @@ def from_vf_eval(line: Mapping[str, Any], env: str | None = None) -> dict[str, A
 
 
 def from_trl_completion(line: Mapping[str, Any], env: str | None = None) -> dict[str, Any]:
-    """A row of a TRL completions log (`training/gsm8k_grpo_gdpo.py report` gathers them): the
+    """A row of a TRL completions log (`labs/gsm8k_multireward/training/gsm8k_grpo_gdpo.py report`
+    gathers them): the
     step, the question, the completion and every logged reward and the advantage."""
     scores = {k: v for k, v in line.items() if isinstance(v, (int, float)) and k != "step"}
     completion = line.get("completion")
@@ -705,7 +706,7 @@ def sniff(line: Mapping[str, Any]) -> str:
     if "replies" in line or ("task" in line and "error" in line):
         return "openenv"
     raise ValueError(
-        "not a saved rollout this viewer reads (an envtools.evaluate transcript, a vf-eval -s "
+        "not a saved rollout this viewer reads (an fathom_lab.evaluate transcript, a vf-eval -s "
         "result, a verifiers v1 trace, a TRL completions log or an openenv_play episode); its "
         f"keys: {sorted(line)[:12]}"
     )

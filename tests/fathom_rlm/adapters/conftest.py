@@ -128,7 +128,8 @@ def eval_rows() -> list[TaskRecord]:
 def policy_url(eval_rows: list[TaskRecord]) -> Any:
     """The scripted policy server on loopback, knowing the test rows (their length is not the
     default one it would regenerate by itself)."""
-    from envtools.policies.fathom import register_tasks
+    from fathom_lab.policies import register_tasks
+
     from envtools.policy_server import policy_server_in_thread
 
     register_tasks(eval_rows)
@@ -151,8 +152,9 @@ def user_policy_url() -> Any:
     """The scripted policy server for user rows: the reference reads text it has no grammar for
     by word overlap (as `python -m envtools.policy_server --data` does)."""
     from envtools.policy_server import policy_server_in_thread
+    from fathom_lab.ladder.overlap_reader import reading_any_text
 
-    with policy_server_in_thread(any_text=True) as url:
+    with policy_server_in_thread(scope=reading_any_text) as url:
         yield url
 
 

@@ -22,7 +22,7 @@ DOC_TOKENS = 16_000
 
 @pytest.fixture(scope="module")
 def row() -> TaskRecord:
-    from envtools.policies.fathom import register_tasks
+    from fathom_lab.policies import register_tasks
 
     rows = build_split("eval", 1, doc_tokens=DOC_TOKENS)
     register_tasks(rows)
@@ -170,10 +170,9 @@ def test_legacy_rollout_cut_at_the_token_cap_ends_truncated_as_the_core_does(
 
 
 def test_endpoint_rollout_cut_at_the_token_cap_ends_truncated(row: TaskRecord) -> None:
-    """The same cut reply through `envtools.evaluate`'s OpenAI client and the core loop."""
+    """The same cut reply through `fathom_lab.evaluate`'s OpenAI client and the core loop."""
+    from fathom_lab.eval_runner import endpoint_contender, run_one
     from fathom_rlm.agent.turns import TRUNCATED
-
-    from envtools.eval_runner import endpoint_contender, run_one
 
     with policy_server_in_thread(faults=FaultPlan(cut=1.0)) as url:
         contender = endpoint_contender("fathom-reference", url)

@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 import pytest
+from fathom_lab.ladder.overlap_reader import reading_any_text
 from fathom_rlm.adapters.endpoint import Endpoint
 from fathom_rlm.adapters.scoring import load_document
 from fathom_rlm.adapters.trl import (
@@ -29,7 +30,6 @@ from fathom_rlm.documents import TaskRecord
 from fathom_rlm.rewards import SCORE_NAMES
 from fathom_rlm.userdata import task_question
 
-from envtools.policies.fathom.overlap_reader import reading_any_text
 from envtools.policies.registry import get_policy
 
 POLICY = "fathom-reference"

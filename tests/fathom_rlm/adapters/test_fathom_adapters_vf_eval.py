@@ -122,12 +122,12 @@ def test_v1_eval_on_user_rows(
 
 
 def test_evaluate_data_on_user_rows(kit: Any, user_rows: list[TaskRecord], tmp_path: Path) -> None:
-    """`envtools.evaluate --data` (the scripted policy in-process, no server): the same scores."""
+    """`fathom_lab.evaluate --data` (the scripted policy in-process, no server): the same scores."""
     out_dir = tmp_path / "out"
     run = kit.run_cli(
         [
             sys.executable,
-            *("-m", "envtools.evaluate", "--data", str(kit.user_rows_path)),
+            *("-m", "fathom_lab.evaluate", "--data", str(kit.user_rows_path)),
             *("--n", str(kit.user_row_count), "--policies", POLICY, "--out", str(out_dir)),
         ],
         tmp_path,

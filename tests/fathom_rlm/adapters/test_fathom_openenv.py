@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+from fathom_lab.ladder.overlap_reader import reading_any_text
 from fathom_rlm.agent.turns import normalize_assistant
 from fathom_rlm.openenv import FathomAction, FathomEnvClient, FathomObservation, FathomState
 from fathom_rlm.rewards import COMPONENT_NAMES, METRIC_NAMES, REWARD_NAME
@@ -29,7 +30,6 @@ from fathom_rlm.userdata import task_question
 from openenv.core.generic_client import GenericEnvClient
 
 from envtools.openenv_play import estimated_usage
-from envtools.policies.fathom.overlap_reader import reading_any_text
 from envtools.policies.registry import get_policy
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Reward audit: every known attack through the real loop, sandbox and reward.
 
-Each attack is a scripted policy in `envtools.policies.fathom`, called in-process as the chat
+Each attack is a scripted policy in `fathom_lab.policies`, called in-process as the chat
 function. It must average at most 0.05 and sit far below the honest reference policy on the same
 tasks (short documents, so the whole audit runs in seconds). docs/reward_audit.md has the table.
 """
@@ -13,13 +13,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fathom_lab import policies as fathom
+from fathom_lab.evaluate import registered_tasks
 from fathom_rlm.agent import ChatReply, RolloutCaps, RolloutRecord, run_rollout
 from fathom_rlm.documents import TaskRecord, get_document, make_tasks
 from fathom_rlm.documents.tasks.intent import READING_FAMILIES
 from fathom_rlm.rewards import score_rollout
-
-from envtools.evaluate import registered_tasks
-from envtools.policies import fathom
 
 # (seed, doc_tokens, questions): 32 tasks over three documents of 16K and 32K tokens.
 TASK_SOURCES = ((11, 16_000, 12), (12, 16_000, 12), (13, 32_000, 8))

@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from fathom_lab.ladder.answering import answer_from_facts, count_from_facts, next_hop
 from fathom_rlm.documents import get_document, matches_gold, parse_question
 from fathom_rlm.documents.tasks import task_objects
-
-from envtools.audit.answering import answer_from_facts, count_from_facts, next_hop
 
 pytestmark = pytest.mark.xdist_group("test_documents_answering")
 
@@ -98,9 +97,8 @@ def test_counts_respect_the_chapter_range(questions):
 def test_reading_the_whole_run_gives_the_count(split):
     """What a reader of the counted chapters alone finds is the gold: no namesake arrival, no
     initial state and no hard negative in the run changes the count."""
+    from fathom_lab.ladder.grammar_reader import read_facts
     from fathom_rlm.documents import split_tasks
-
-    from envtools.audit.grammar_reader import read_facts
 
     pairs = split_tasks(split, 20, doc_tokens=200_000, family_mix={"aggregation": 1.0})
     for doc, task in pairs:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 import pytest
+from fathom_lab.audit.baselines import blind_answer, grep_answer
 from fathom_rlm.documents import (
     FAMILIES,
     get_document,
@@ -13,8 +14,6 @@ from fathom_rlm.documents import (
     normalize_answer,
 )
 from fathom_rlm.documents.tasks.intent import READING_FAMILIES
-
-from envtools.audit.baselines import blind_answer, grep_answer
 
 BLIND_MAX = 0.15
 GREP_MAX = 0.30  # for every family that needs reading (all but the ID lookup)

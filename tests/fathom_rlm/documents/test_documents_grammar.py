@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from fathom_lab.ladder.grammar_reader import SENTENCE, read_facts, read_verdict
 from fathom_rlm.documents import generate_document, shape_counts
 from fathom_rlm.documents.filler_tables import ACTIVITIES, FILLER, TITLE_PATTERNS
 from fathom_rlm.documents.grammar import (
@@ -28,8 +29,6 @@ from fathom_rlm.documents.grammar_tables import (
 from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
 from fathom_rlm.documents.verdict_tables import VERDICT_TABLES
 from fathom_rlm.documents.verdicts import verdict_parts
-
-from envtools.audit.grammar_reader import SENTENCE, read_facts, read_verdict
 
 SHORT = 16_000
 SPLIT_DOCS = {split: [base, base + 1] for split, base in SPLIT_SEED_BASE.items()}

@@ -8,13 +8,12 @@ import itertools
 import re
 
 import pytest
+from fathom_lab.audit.predictability import count_rows, report
 from fathom_rlm.agent.caps import RolloutCaps
 from fathom_rlm.documents import FAMILIES, QuestionParseError, parse_question, split_tasks
 from fathom_rlm.documents.tasks import RELATIONS, TaskRecord, region_bounds
 from fathom_rlm.documents.tasks.intent import intent_from_slots, template_pattern
 from fathom_rlm.documents.tasks.wordings import ORDINALS, TIMES
-
-from envtools.audit.predictability import count_rows, report
 
 SPLITS = ("train", "eval", "heldout")
 _SLOT = re.compile(r"\{(\w+)\}")
@@ -129,6 +128,7 @@ def test_aggregation_runs_need_more_than_eight_slices_and_fit_the_budget():
         assert len(row.spans) == int(row.answer)
 
 
+@pytest.mark.slow
 def test_counts_are_not_predictable_from_the_question():
     """Cross-validated mode accuracy of the count per bucket of visible features stays <= 0.10
     on train questions (aggregation only, 1,500 of them: on 1,200, the finer buckets hold a

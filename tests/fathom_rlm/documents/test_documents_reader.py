@@ -7,10 +7,9 @@ import re
 from dataclasses import replace
 
 import pytest
+from fathom_lab.ladder.grammar_reader import read_aliases, read_facts, read_verdict
 from fathom_rlm.documents import Fact, generate_document
 from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
-
-from envtools.audit.grammar_reader import read_aliases, read_facts, read_verdict
 
 SEEDS = (7, SPLIT_SEED_BASE["train"], SPLIT_SEED_BASE["eval"], SPLIT_SEED_BASE["heldout"])
 

@@ -7,6 +7,8 @@ import re
 from dataclasses import replace
 
 import pytest
+from fathom_lab.ladder.answering import answer_from_facts, count_from_facts
+from fathom_lab.ladder.grammar_reader import read_facts
 from fathom_rlm.documents import (
     FAMILIES,
     Evidence,
@@ -18,9 +20,6 @@ from fathom_rlm.documents import (
 from fathom_rlm.documents.contested import CHAINS, PAIRS, SINGLES
 from fathom_rlm.documents.filler_tables import NUMBER_WORDS
 from fathom_rlm.documents.tasks import count_max, parse_question, region_bounds
-
-from envtools.audit.answering import answer_from_facts, count_from_facts
-from envtools.audit.grammar_reader import read_facts
 
 # ------------------------------------------------------------------ an independent world oracle
 

@@ -14,15 +14,7 @@ import re
 from collections import Counter
 
 import pytest
-from fathom_rlm.documents import generate_document
-from fathom_rlm.documents.grammar import RETRACTED, SPLITS
-from fathom_rlm.documents.render import MAX_RETRACTED_PER_FACT, retractions_per_fact
-from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
-from fathom_rlm.documents.verdict_tables import BACKING, CHALLENGES, OUTCOMES, REJECTING
-from fathom_rlm.documents.verdicts import draw_verdict, verdict_parts
-
-from envtools.audit.grammar_reader import SENTENCE, compiled_grammar, read_verdict
-from envtools.audit.verdict_lexicon import (
+from fathom_lab.audit.verdict_lexicon import (
     NaiveBayes,
     SignLexicon,
     score,
@@ -30,6 +22,13 @@ from envtools.audit.verdict_lexicon import (
     verdict_groups,
     verdict_parts_of,
 )
+from fathom_lab.ladder.grammar_reader import SENTENCE, compiled_grammar, read_verdict
+from fathom_rlm.documents import generate_document
+from fathom_rlm.documents.grammar import RETRACTED, SPLITS
+from fathom_rlm.documents.render import MAX_RETRACTED_PER_FACT, retractions_per_fact
+from fathom_rlm.documents.seeds import SPLIT_SEED_BASE
+from fathom_rlm.documents.verdict_tables import BACKING, CHALLENGES, OUTCOMES, REJECTING
+from fathom_rlm.documents.verdicts import draw_verdict, verdict_parts
 
 SHORT, LONG = 16_000, 200_000
 CORPUS_DOCS = 160  # 16K documents per split: seven contested facts each, six verdicts per fact

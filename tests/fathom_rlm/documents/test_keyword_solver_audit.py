@@ -1,5 +1,5 @@
 """Reward audit of the generator against code-only solvers: the keyword solver and the verdict
-attacks (`envtools.policies.fathom.verdict_attacks`), everything learned on `train`, answering
+attacks (`fathom_lab.audit.verdict_attacks`), everything learned on `train`, answering
 the first held-out questions at 16K tokens.
 
 The bar is the code-only adversary's: at most 0.30 correct on every family the solver answers
@@ -7,7 +7,7 @@ that needs reading (every family but the ID lookup), and a verdict attack picks 
 statement of at most 0.30 of the contested facts (one in six is chance). The full measurement
 (1,000 held-out questions at 16K and 200K, with 95% intervals) is in
 environments/fathom_rlm/docs/reward_audit.md (`uv run python -m
-envtools.policies.fathom.verdict_audit --split heldout --n 1000 --doc-tokens 16000`).
+fathom_lab.audit.verdict_audit --split heldout --n 1000 --doc-tokens 16000`).
 
 Each attack is also run where it must win, so that a broken attack cannot pass for a strong
 environment: the lexicon on the `train` documents it was fitted on, the one-pick rules on
@@ -27,14 +27,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from fathom_rlm.documents.tasks.intent import READING_FAMILIES
-
-from envtools.audit.grammar_reader import read_verdict
-from envtools.policies.fathom import position_tell, value_tells, verdict_audit
-from envtools.policies.fathom.english_reader import EnglishReader
-from envtools.policies.fathom.english_signs import english_sign
-from envtools.policies.fathom.keyword_solver import Text
-from envtools.policies.fathom.verdict_attacks import (
+from fathom_lab.audit import position_tell, value_tells, verdict_audit
+from fathom_lab.audit.english_reader import EnglishReader
+from fathom_lab.audit.english_signs import english_sign
+from fathom_lab.audit.keyword_solver import Text
+from fathom_lab.audit.verdict_attacks import (
     GroupSignRater,
     OnePickRater,
     SignSystemRater,
@@ -42,12 +39,15 @@ from envtools.policies.fathom.verdict_attacks import (
     pick_share,
     verdicts_of,
 )
-from envtools.policies.fathom.verdict_text import documents, labelled_groups
+from fathom_lab.audit.verdict_text import documents, labelled_groups
+from fathom_lab.ladder.grammar_reader import read_verdict
+from fathom_rlm.documents.tasks.intent import READING_FAMILIES
 
 # The held-out fixture measures every attack on 300 questions: 40-80 s on a quiet 2-core machine,
 # so the default 300 s per test (fixture included) failed it on a machine four times as busy. The
 # timeout here only stops a hang.
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.reward_audit,
     pytest.mark.xdist_group("test_keyword_solver_audit"),
     pytest.mark.timeout(1200),

@@ -1,5 +1,5 @@
 """User rows end to end: the scripted reference through the real agent loop, sandbox and reward,
-and `envtools.evaluate --data` on a small fixture."""
+and `fathom_lab.evaluate --data` on a small fixture."""
 
 from __future__ import annotations
 
@@ -9,15 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fathom_lab import evaluate
+from fathom_lab.evaluate import policy_chat
+from fathom_lab.ladder.overlap_reader import read_by_overlap, reading_any_text
+from fathom_lab.policies import FathomReference
 from fathom_rlm.agent import run_rollout
 from fathom_rlm.documents import task_document
 from fathom_rlm.rewards import SCORE_NAMES, score_rollout
 from fathom_rlm.userdata import load_rows, task_question
-
-from envtools import evaluate
-from envtools.evaluate import policy_chat
-from envtools.policies.fathom import FathomReference
-from envtools.policies.fathom.overlap_reader import read_by_overlap, reading_any_text
 
 pytestmark = pytest.mark.xdist_group("test_evaluate")
 
@@ -45,7 +44,7 @@ def test_the_reference_answers_a_user_row_through_the_real_loop_and_sandbox() ->
 
 def test_without_the_any_text_context_the_grammar_reader_finds_nothing() -> None:
     """Synthetic runs keep the slice reader's old behaviour: an unparsed question is not found."""
-    from envtools.policies.fathom.reader import read_slice
+    from fathom_lab.ladder.reader import read_slice
 
     text = (FIXTURES / "harbour.txt").read_text(encoding="utf-8")
     question = "Who was the first harbourmaster of Wrenmouth?"
@@ -86,7 +85,7 @@ _LEDGER = (
 def test_the_overlap_reader_picks_the_option_its_passage_names(
     question: str, options: list[str], answer: str
 ) -> None:
-    from envtools.policies.fathom.overlap_reader import content_terms
+    from fathom_lab.ladder.overlap_reader import content_terms
 
     prompt = _choice_question(question, options)
     assert read_by_overlap(prompt, _LEDGER, complete=True) == answer
