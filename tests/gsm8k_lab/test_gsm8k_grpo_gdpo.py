@@ -1,7 +1,6 @@
-"""The pure parts of labs/gsm8k_multireward/training/gsm8k_grpo_gdpo.py, in the main venv (no
-torch): the slice rule,
-pass@k, the intervals, the resolved launcher file, and the curves read from a Trainer log and
-TRL's completions files."""
+"""The GRPO-against-GDPO comparison (labs/gsm8k_multireward/training/gsm8k_grpo_gdpo.py and
+gsm8k_lab.comparison), in the main venv (no torch): the slice rule, pass@k, the intervals, the
+resolved launcher file, and the curves read from a Trainer log and TRL's completions files."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from gsm8k_lab import comparison
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "labs" / "gsm8k_multireward" / "training" / "gsm8k_grpo_gdpo.py"
@@ -24,7 +24,6 @@ CONFIGS = [
 
 
 def _load():
-    sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("gsm8k_grpo_gdpo", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -33,7 +32,7 @@ def _load():
 
 
 run = _load()
-parts = sys.modules["grpo_gdpo_parts"]
+parts = comparison
 
 
 def test_slice_rule_counts_calculation_steps() -> None:

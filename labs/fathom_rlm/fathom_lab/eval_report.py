@@ -166,7 +166,7 @@ def _user_header(cfg: dict[str, Any]) -> list[str]:
         f"({cfg['resamples']:,} resamples, seed {cfg['seed']}). A score that does not apply to a "
         "row (recursion_efficiency without a stated depth, evidence recall without evidence, "
         "list partial credit on other kinds) is averaged over the rows where it applies, and "
-        "the reward leaves its weight out (docs/rewards.md).",
+        "the reward leaves its weight out (environments/fathom_rlm/docs/rewards.md).",
         *_choice_floor(cfg),
     ]
 
@@ -243,7 +243,7 @@ def _rewards_table(policies: dict[str, Any]) -> list[str]:
     return _table(
         "Reward and components",
         "A failed rollout (see Errors) scores 0 on every component. The cost terms are shown as "
-        "the reward pays them, gated: times format_gate and correctness (docs/rewards.md); "
+        "the reward pays them, gated: times format_gate and correctness (environments/fathom_rlm/docs/rewards.md); "
         "the raw terms are in the next table.",
         ["policy", "rollouts", "errors", *REPORT_REWARD_KEYS],
         rows,

@@ -31,7 +31,7 @@ from gsm8k_multireward import MathGrader, extract_answer, gold_from_solution
 
 from envtools import cli
 
-DEFAULT_DATA = Path(__file__).resolve().parent.parent / ".." / "shared/data/gsm8k/test.jsonl"
+DEFAULT_DATA = Path(__file__).resolve().parents[3] / ".." / "shared/data/gsm8k/test.jsonl"
 
 POISON = {
     "200 KB of digits": "1" * 200_000,

@@ -43,10 +43,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envtools.cli import integer
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from grpo_gdpo_parts import (
+from gsm8k_lab.comparison import (
     PRECISIONS,
     REWARD_KEYS,
     advantage_curves,
@@ -68,6 +65,8 @@ from grpo_gdpo_parts import (
     to_toml,
     write_jsonl,
 )
+
+from envtools.cli import integer
 
 # ----------------------------------------------------------------------------- model parts
 

@@ -1,7 +1,7 @@
-"""The pure parts of labs/gsm8k_multireward/training/gsm8k_grpo_gdpo.py: the slice rule, pass@k,
-intervals, the resolved
-launcher file, and the curves and plot read from a run's logs (no torch, so tests run them in the
-main venv; matplotlib and pyarrow are imported where used)."""
+"""What a GRPO-against-GDPO comparison reads and writes (labs/gsm8k_multireward/training/
+gsm8k_grpo_gdpo.py): the GSM8K slice and warm-start rows, pass@k and intervals, the resolved
+launcher file, the curves read from a run's logs, and the tables and plot. No torch, so the tests
+run it in the main venv; matplotlib and pyarrow are imported where used."""
 
 from __future__ import annotations
 
