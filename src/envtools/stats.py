@@ -1,5 +1,6 @@
 """Small statistics for evaluation reports: means with percentile-bootstrap confidence intervals,
-and the upper end of an interval for a share, with or without clustered trials.
+the upper end of an interval for a share, with or without clustered trials, and the machine a
+measurement ran on.
 
 The percentile bootstrap resamples the observations with replacement, recomputes the mean of each
 resample, and takes the central `confidence` share of those means as the interval. The seed fixes
@@ -9,12 +10,25 @@ the resamples, so a report is reproducible to the last digit.
 from __future__ import annotations
 
 import math
+import os
+import platform
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+
+
+def machine() -> str:
+    """The machine a measurement runs on, as a results page states it: system, Python, CPUs and
+    the load average when it starts."""
+    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    return (
+        f"{platform.system()} {platform.machine()}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs{load}"
+    )
+
 
 DEFAULT_RESAMPLES = 2_000
 DEFAULT_CONFIDENCE = 0.95

@@ -136,14 +136,24 @@ def _table(title: str, intro: str, columns: list[str], rows: list[list[str]]) ->
     return lines
 
 
+def _command(cfg: dict[str, Any]) -> list[str]:
+    """The command, and when and where it ran (a report is a dated results page)."""
+    lines = [f"Command: `{cfg['command']}`", ""]
+    if (where := cfg.get("environment")) and "machine" in where:
+        lines += [
+            f"Measured on {where['date']} ({where['machine']}), in {where['wall_s']:.0f} s.",
+            "",
+        ]
+    return lines
+
+
 def _header(cfg: dict[str, Any], family_counts: Counter[str]) -> list[str]:
     if cfg.get("data"):
         return _user_header(cfg)
     return [
         "# fathom-rlm evaluation",
         "",
-        f"Command: `{cfg['command']}`",
-        "",
+        *_command(cfg),
         f"{cfg['n']} tasks of the `{cfg['split']}` split (stratified by family, seed "
         f"{cfg['seed']}) on {cfg['doc_tokens']:,}-token documents; "
         + ", ".join(f"{f} {family_counts[f]}" for f in FAMILIES if family_counts[f])
@@ -157,8 +167,7 @@ def _user_header(cfg: dict[str, Any]) -> list[str]:
     return [
         "# fathom-rlm evaluation",
         "",
-        f"Command: `{cfg['command']}`",
-        "",
+        *_command(cfg),
         f"{cfg['n']} user rows from `{cfg['data']}` (format `{cfg.get('format', 'native')}`); "
         + "answer kinds: "
         + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
@@ -243,8 +252,8 @@ def _rewards_table(policies: dict[str, Any]) -> list[str]:
     return _table(
         "Reward and components",
         "A failed rollout (see Errors) scores 0 on every component. The cost terms are shown as "
-        "the reward pays them, gated: times format_gate and correctness (environments/fathom_rlm/docs/rewards.md); "
-        "the raw terms are in the next table.",
+        "the reward pays them, gated: times format_gate and correctness "
+        "(environments/fathom_rlm/docs/rewards.md); the raw terms are in the next table.",
         ["policy", "rollouts", "errors", *REPORT_REWARD_KEYS],
         rows,
     )
@@ -379,7 +388,7 @@ def render_report(results: dict[str, Any]) -> str:
     """The Markdown report of a `results.json` document."""
     policies = results["policies"]
     family_counts = Counter(t["family"] for t in results["tasks"])
-    lines = _header(results["config"], family_counts)
+    lines = _header({**results["config"], "environment": results.get("environment")}, family_counts)
     lines += _legend_table(results)
     lines += _rewards_table(policies)
     lines += _ungated_table(policies)

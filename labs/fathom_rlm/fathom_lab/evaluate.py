@@ -49,7 +49,7 @@ from fathom_rlm.documents import SPLIT_SIZES, TaskRecord
 from fathom_rlm.userdata import FORMATS
 
 from envtools import cli, viewer
-from envtools.stats import DEFAULT_RESAMPLES
+from envtools.stats import DEFAULT_RESAMPLES, machine
 from envtools.viewer.rollouts import fathom_rollout
 from fathom_lab import policies as fathom
 from fathom_lab.audit.attacks import choice_letters
@@ -151,7 +151,7 @@ def run_evaluation(
     names = [c.name for c in contenders]
     if len(set(names)) != len(names):
         raise ValueError("contender names must be unique")
-    started = time.perf_counter()
+    started, machine_at_start = time.perf_counter(), machine()
     # On user rows the reference reads text it has no grammar for with the overlap reader.
     any_text = reading_any_text() if any(r.source == "user" for r in rows) else nullcontext()
     with registered_tasks(rows), any_text:
@@ -171,6 +171,7 @@ def run_evaluation(
         "config": config,
         "environment": {
             "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+            "machine": machine_at_start,
             "python": platform.python_version(),
             "platform": platform.platform(terse=True),
             "cpus": os.cpu_count(),
