@@ -151,8 +151,9 @@ def user_rows() -> list[TaskRecord]:
 def user_policy_url() -> Any:
     """The scripted policy server for user rows: the reference reads text it has no grammar for
     by word overlap (as `python -m envtools.policy_server --data` does)."""
-    from envtools.policy_server import policy_server_in_thread
     from fathom_lab.ladder.overlap_reader import reading_any_text
+
+    from envtools.policy_server import policy_server_in_thread
 
     with policy_server_in_thread(scope=reading_any_text) as url:
         yield url
