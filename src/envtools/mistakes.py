@@ -25,37 +25,11 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from fathom_rlm.agent.errors import ERROR_KINDS, error_kind
 from fathom_rlm.agent.tools import NO_OUTPUT
 from fathom_rlm.agent.turns import CUT_FINISH_REASON
 
 from envtools.tool_calls import text_of
-
-# Tool errors by the words of the environment's own messages (fathom_rlm.agent.schemas and
-# tools); the first rule that matches names the kind. Order matters: a bad slice's message
-# also says "slice", which only the slice rule should claim.
-_TOOL_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (kind, re.compile(pattern))
-    for kind, pattern in (
-        ("call_not_json", r"not valid JSON|must be a JSON object|nested more than"),
-        ("unknown_tool", r"^unknown tool"),
-        ("bad_slice", r'^slice "|^the slice is|REPL variable|not a str\b'),
-        # A JSON schema's own keys sent as the call's arguments (a copy of the tool's schema).
-        (
-            "schema_as_arguments",
-            r"unexpected arguments .*"
-            r"\b(type|description|required|additionalProperties|properties)\b",
-        ),
-        (
-            "bad_arguments",
-            r"is missing |unexpected arguments|must be a string|argument \w+ is empty"
-            r"|not valid text|could not be read|are too long|^code is |^prompt is "
-            r"|takes two str arguments",
-        ),
-        ("over_budget", r"budget is used up|tool calls per reply|not available at this depth"),
-        ("code_timed_out", r"timed out|TimeoutError|CPULimitError"),
-        ("code_raised", r"^\w*(Error|Exception)\b"),
-    )
-)
 
 REPLY_KINDS = (
     "no_tool_call",
@@ -65,7 +39,7 @@ REPLY_KINDS = (
     "runaway_repetition",
     "empty_turn",
 )
-TOOL_KINDS = ("printed_nothing", *(kind for kind, _ in _TOOL_ERRORS), "other_tool_error")
+TOOL_KINDS = ("printed_nothing", *ERROR_KINDS)
 KINDS = (*REPLY_KINDS, *TOOL_KINDS)
 """Every kind a fathom-rlm rollout is counted under, in table order."""
 
@@ -90,13 +64,7 @@ def tool_error_kind(output: str) -> str | None:
     """The kind of a tool result that is an error ("Error: ..."), None for a normal result."""
     if not output.startswith("Error:"):
         return None
-    # The environment's own messages are short; a long output is classified by its start, so
-    # the patterns' wildcards never scan far.
-    message = output[len("Error:") : len("Error:") + 2_000].strip()
-    for kind, pattern in _TOOL_ERRORS:
-        if pattern.search(message):
-            return kind
-    return "other_tool_error"
+    return error_kind(output[len("Error:") :])
 
 
 def repeats_itself(text: str, *, min_words: int = 24, max_distinct: float = 0.5) -> bool:

@@ -23,7 +23,7 @@ from typing import Any
 from fathom_rlm.adapters.scoring import document_text
 from fathom_rlm.agent import ChatFn, ChatReply, RolloutCaps, RolloutRecord, run_rollout
 from fathom_rlm.documents import TaskRecord
-from fathom_rlm.rewards import RewardConfig, score_rollout
+from fathom_rlm.rewards import TIMING_NAMES, RewardConfig, score_rollout
 from fathom_rlm.userdata.grading import task_question
 
 from envtools import cli
@@ -66,9 +66,10 @@ async def replay_rollout(
 
 def mismatches(saved: dict[str, float], replayed: dict[str, float]) -> list[str]:
     """`name: saved != replayed` for every saved score the core does not reproduce (differs, or
-    is no longer computed). A score the core has added since the run was saved is not one."""
+    is no longer computed). A score the core has added since the run was saved is not one, nor
+    a timing (`TIMING_NAMES`)."""
     out = []
-    for name in sorted(saved):
+    for name in sorted(set(saved) - set(TIMING_NAMES)):  # a replay does not re-time a run
         a, b = saved.get(name), replayed.get(name)
         if a is None or b is None or abs(float(a) - float(b)) > TOLERANCE:
             out.append(f"{name}: saved {a} != replayed {b}")

@@ -160,8 +160,10 @@ def parse_config(raw: Mapping[str, Any]) -> LaunchConfig:
 
 
 def known_reward_keys(env_id: str) -> tuple[str, ...]:
-    """The reward keys an environment's TRL adapter offers (imports the environment's core)."""
-    return tuple(_adapter(env_id).REWARD_KEYS)
+    """The reward keys an environment's TRL adapter offers (imports the environment's core):
+    what it may train on, and what it logs at weight 0 (`LOGGED_KEYS`, where it has them)."""
+    adapter = _adapter(env_id)
+    return tuple(getattr(adapter, "LOGGED_KEYS", adapter.REWARD_KEYS))
 
 
 def _adapter(env_id: str) -> Any:

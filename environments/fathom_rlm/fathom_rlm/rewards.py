@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fathom_rlm.agent.answer import answer_blocks, single_answer
+from fathom_rlm.agent.errors import ERROR_KINDS
 from fathom_rlm.agent.record import RolloutRecord
 from fathom_rlm.evidence import evidence_recall, evidence_seen, reading_depth
 from fathom_rlm.tokens import CHARS_PER_TOKEN
@@ -30,6 +31,18 @@ if TYPE_CHECKING:
 
 REWARD_NAME = "reward"
 COMPONENT_NAMES = ("format_gate", "correctness", "token_budget", "recursion_efficiency")
+ERROR_METRIC_PREFIX = "errors_"
+BEHAVIOUR_NAMES = (
+    "repl_seconds",
+    "sub_call_seconds",
+    "llm_batches",
+    "largest_batch",
+    *(ERROR_METRIC_PREFIX + kind for kind in ERROR_KINDS),
+)
+"""How the rollout went about it, never weighted: seconds of REPL code and of sub-calls, the
+number of sub-call batches and the largest, and refused calls and failed cells by kind."""
+TIMING_NAMES = ("repl_seconds", "sub_call_seconds")
+"""The metrics a replay of the same replies does not reproduce."""
 METRIC_NAMES = (
     "gated_token_budget",
     "gated_recursion_efficiency",
@@ -56,6 +69,7 @@ METRIC_NAMES = (
     "list_partial_credit_applicable",
     "number_partial_credit",
     "number_partial_credit_applicable",
+    *BEHAVIOUR_NAMES,
 )
 SCORE_NAMES = (REWARD_NAME, *COMPONENT_NAMES, *METRIC_NAMES)
 """Every key `score_rollout` returns, in a fixed order: the same keys for every row, so a mixed
@@ -470,5 +484,10 @@ def score_rollout(
         "list_partial_credit_applicable": task.answer_kind == "list",
         "number_partial_credit": fmt * partial if number_credit else 0.0,
         "number_partial_credit_applicable": number_credit,
+        "repl_seconds": record.repl_seconds,
+        "sub_call_seconds": record.sub_call_seconds,
+        "llm_batches": len(record.llm_batches),
+        "largest_batch": max(record.llm_batches, default=0),
+        **{ERROR_METRIC_PREFIX + k: record.errors_by_kind.get(k, 0) for k in ERROR_KINDS},
     }
     return {name: float(scores[name]) for name in SCORE_NAMES}

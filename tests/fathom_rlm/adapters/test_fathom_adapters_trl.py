@@ -20,6 +20,7 @@ from fathom_lab.ladder.overlap_reader import reading_any_text
 from fathom_rlm.adapters.endpoint import Endpoint
 from fathom_rlm.adapters.scoring import load_document
 from fathom_rlm.adapters.trl import (
+    LOGGED_KEYS,
     REWARD_KEYS,
     check_arguments,
     final_message,
@@ -27,7 +28,7 @@ from fathom_rlm.adapters.trl import (
     sub_call_endpoint,
 )
 from fathom_rlm.documents import TaskRecord
-from fathom_rlm.rewards import SCORE_NAMES
+from fathom_rlm.rewards import SCORE_NAMES, TIMING_NAMES
 from fathom_rlm.userdata import task_question
 
 from envtools.policies.registry import get_policy
@@ -103,8 +104,9 @@ def test_a_reference_rollout_scores_as_the_core_scores_it(
 ) -> None:
     loaded = _load(kit, policy_url, 3)
     try:
-        assert list(loaded.reward_funcs) == list(REWARD_KEYS)
-        assert [fn.__name__ for fn in loaded.reward_funcs.values()] == list(REWARD_KEYS)
+        assert list(loaded.reward_funcs) == list(LOGGED_KEYS)
+        assert list(LOGGED_KEYS[: len(REWARD_KEYS)]) == list(REWARD_KEYS)
+        assert [fn.__name__ for fn in loaded.reward_funcs.values()] == list(LOGGED_KEYS)
         assert loaded.reward_weights["reward"] == 1.0
         assert sum(loaded.reward_weights.values()) == 1.0
         row = loaded.train_dataset[0]
@@ -157,7 +159,7 @@ def test_user_rows_score_as_the_core_scores_them(
             # the token terms agree closely; every other score exactly.
             tokens = {"token_budget", "gated_token_budget", REWARD_KEYS[0]}
             for name in SCORE_NAMES:
-                if "tokens" not in name and name not in tokens:
+                if "tokens" not in name and name not in {*tokens, *TIMING_NAMES}:
                     assert full[name] == expected[name], (name, task.row_id)
             for key in tokens:
                 assert got[key] == pytest.approx(expected[key], abs=0.05), key

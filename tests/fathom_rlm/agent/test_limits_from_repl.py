@@ -4,14 +4,16 @@ Every cap (depth, sub-call count, slice size, prompt size, a cell's time) is hel
 process, which treats the worker as compromised. Each attack runs for real: first as model code
 in the RestrictedPython sandbox (reaching for the tools' internals, re-entering a tool, forging
 a depth, nesting `llm` in `llm`, looping past the sub-call budget), then as a fully compromised
-worker (plain Python inside the OS sandbox) that writes raw `llm` frames with any fields it
-likes. None of them raises a count above its cap. docs/reward_audit.md lists them.
+worker (plain Python inside the OS sandbox) that writes raw `llm` and `llm_batch` frames with any
+fields it likes; and a batch racing the sub-call budget. None of them raises a count above its
+cap. docs/reward_audit.md lists them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -169,6 +171,35 @@ def test_a_loop_of_llm_calls_stops_at_the_sub_call_budget() -> None:
     assert_within_caps(record)
 
 
+def test_a_batch_racing_the_sub_call_budget_gets_no_more_than_it() -> None:
+    # Every entry is in flight at once; the budget is still spent one entry at a time.
+    code = "print(to_json(llm_batch([('Where?', doc[i * 10:i * 10 + 50]) for i in range(40)])))"
+    caps = replace(CAPS, max_parallel_sub_calls=40)
+    record, outputs = run(Chat([repl(code), repl(code)]), caps)
+    first, second = json.loads(outputs[0]), json.loads(outputs[1])
+    assert first[: CAPS.max_sub_calls] == ["x"] * CAPS.max_sub_calls
+    assert all(a.startswith("Error: ") for a in first[CAPS.max_sub_calls :] + second)
+    assert any("sub-call budget is used up" in a for a in second)  # no fresh budget
+    assert record.llm_calls == CAPS.max_sub_calls
+    assert_within_caps(record, caps)
+
+
+def llm_over(slices: list[str]) -> dict[str, Any]:
+    arguments = json.dumps({"prompt": "Where?", "slice": slices})
+    call = {"id": "c", "type": "function", "function": {"name": "llm", "arguments": arguments}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+def test_the_llm_tool_over_a_list_meets_the_same_caps() -> None:
+    chat = Chat([llm_over(["0:50", "0:5000", "50:100"]), llm_over(["100:150", "150:200"])])
+    record, outputs = run(chat)
+    first, second = json.loads(outputs[0]), json.loads(outputs[1])
+    assert first[0] == first[2] == "x" and "limit is 1,000" in first[1]  # refused alone
+    assert second[0] == "x" and "sub-call budget is used up" in second[1]
+    assert record.llm_calls == CAPS.max_sub_calls
+    assert_within_caps(record)
+
+
 @pytest.mark.parametrize(
     ("code", "refusal"),
     [
@@ -233,6 +264,29 @@ def test_raw_frames_from_a_compromised_worker_meet_the_same_caps(compromised: No
     # next cell, only what is left of the rollout's budget is answered.
     assert outputs[0] == "[True, True, False, False]"
     assert json.loads(outputs[1].lower()).count(True) == CAPS.max_sub_calls - 2
+    assert record.llm_calls == CAPS.max_sub_calls
+    assert all(sub.depth == 1 for sub in record.sub_calls)
+    assert_within_caps(record)
+
+
+def test_a_raw_batch_frame_meets_the_same_caps(compromised: None) -> None:
+    # Forged fields on a batch are ignored, oversize entries refused one by one, and only the
+    # rollout's budget is answered; a batch longer than one run's llm() budget is no request an
+    # honest worker sends: the worker is stopped.
+    forged = (
+        "send({'op': 'llm_batch', 'depth': -3, 'max_sub_calls': 999, 'requests': "
+        "[['q', 'x' * 50], ['q', doc[:5000]], ['q' * 300, 'x']]})\n"
+        "print([r.get('ok') for r in recv()['results']])"
+    )
+    more = (
+        "send({'op': 'llm_batch', 'requests': [['q', 'y']] * 3})\n"
+        "print([r.get('ok') for r in recv()['results']])"
+    )
+    flood = "send({'op': 'llm_batch', 'requests': [['q', 'x']] * 100000})\nprint(recv())"
+    record, outputs = run(Chat([repl(forged), repl(more), repl(flood)]))
+    assert outputs[0] == "[True, False, False]"
+    assert outputs[1] == "[True, True, False]"
+    assert "broke the sandbox protocol" in outputs[2]
     assert record.llm_calls == CAPS.max_sub_calls
     assert all(sub.depth == 1 for sub in record.sub_calls)
     assert_within_caps(record)

@@ -36,7 +36,7 @@ from fathom_rlm.adapters.scoring import build_rows, load_document, reward_config
 from fathom_rlm.agent import ChatFn, ChatReply, Message, RolloutTools
 from fathom_rlm.agent.loop import initial_messages
 from fathom_rlm.documents.tasks.record import TaskRecord
-from fathom_rlm.rewards import REWARD_NAME, score_rollout
+from fathom_rlm.rewards import BEHAVIOUR_NAMES, REWARD_NAME, score_rollout
 from fathom_rlm.userdata.grading import task_question
 
 REWARD_KEYS: tuple[str, ...] = (
@@ -49,7 +49,10 @@ REWARD_KEYS: tuple[str, ...] = (
     "gated_recursion_efficiency",
 )
 """Scores a launcher may train on: the combined `reward`, its components and the gated costs
-(the cost terms count only once the answer is right, like gsm8k's gated length reward)."""
+(the cost terms count only once the answer is right, like gsm8k's gated length reward). The
+behaviour metrics (`rewards.BEHAVIOUR_NAMES`) are reward functions too, of weight 0: a launcher
+file that lists them with weight 0 has TRL log them beside the rewards."""
+LOGGED_KEYS = (*REWARD_KEYS, *BEHAVIOUR_NAMES)
 
 SUB_CALL_PREFIX = "sub_"
 """The TRL arguments naming the sub-call endpoint are `Endpoint`'s fields with this prefix."""
@@ -82,8 +85,8 @@ def load_trl_environment(*, sub_chat: ChatFn | None = None, **kwargs: Any) -> TR
 
     return TRLEnvironment(
         train_dataset=train_dataset(args),
-        reward_funcs=named_rewards(REWARD_KEYS, _rollout_scores, "each finished rollout"),
-        reward_weights={key: 1.0 if key == REWARD_NAME else 0.0 for key in REWARD_KEYS},
+        reward_funcs=named_rewards(LOGGED_KEYS, _rollout_scores, "each finished rollout"),
+        reward_weights={key: 1.0 if key == REWARD_NAME else 0.0 for key in LOGGED_KEYS},
         environment_factory=factory,
         # Root model calls = tool rounds + the answering call.
         trainer_defaults={"max_tool_calling_iterations": args.max_turns - 1},

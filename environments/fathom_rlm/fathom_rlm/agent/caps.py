@@ -30,6 +30,15 @@ class RolloutCaps:
             )
         },
     )
+    max_parallel_sub_calls: int = field(
+        default=5,
+        metadata={
+            "help": (
+                "Sub-calls of one `llm_batch` (or one `llm` call over a list of slices) answered "
+                "at once; each still counts against max_sub_calls."
+            )
+        },
+    )
     max_slice_chars: int = field(
         default=12_000,
         metadata={"help": "Largest slice an `llm()` sub-call may be shown (about 3K tokens)."},
@@ -97,6 +106,7 @@ class RolloutCaps:
         for name in (
             "max_turns",
             "sub_max_turns",
+            "max_parallel_sub_calls",
             "max_slice_chars",
             "max_answer_chars",
             "max_code_chars",

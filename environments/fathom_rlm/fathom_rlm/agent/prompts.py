@@ -47,7 +47,10 @@ def _tools_text(document_chars: int, depth: int, caps: RolloutCaps) -> str:
             f'a character range "start:end" of doc (for example "1200:5200") or the name of a '
             f"REPL variable holding a str. At most {caps.max_slice_chars:,} characters "
             f"(about {chars_to_tokens(caps.max_slice_chars):,} tokens). {nested} Inside repl "
-            "code, llm(prompt, text) does the same with a str and returns the answer."
+            "code, llm(prompt, text) does the same with a str and returns the answer, and "
+            "llm_batch([(prompt, text), ...]) asks several at once "
+            f"({caps.max_parallel_sub_calls} in parallel) and returns their answers in order "
+            '(a failed one as "Error: ..."); a list of slices does the same for the llm tool.'
         )
     return "\n".join(lines)
 

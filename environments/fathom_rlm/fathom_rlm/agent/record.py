@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fathom_rlm.agent.errors import error_kind
+
 
 @dataclass
 class SubCallRecord:
@@ -44,6 +46,8 @@ class SubCallRecord:
     read_texts: list[str] = field(default_factory=list)
     """The pieces of its own text that entered its context (what `read_chars` counts): the
     reward credits the level only if they hold a supporting sentence."""
+    seconds: float = 0.0
+    """Wall seconds from its start to its answer."""
 
 
 @dataclass
@@ -63,6 +67,13 @@ class RolloutRecord:
     tool_calls: dict[str, int] = field(default_factory=dict)
     """Calls by tool name at any depth; names that are not tools are counted under "invalid"."""
     tool_errors: int = 0
+    """Tool calls the environment refused (a `ToolError`), at any depth and from REPL code."""
+    errors_by_kind: dict[str, int] = field(default_factory=dict)
+    """Refused calls and cells that failed, by `errors.error_kind`."""
+    repl_seconds: float = 0.0
+    """Wall seconds of REPL code at any depth, the sub-calls it waited for left out."""
+    llm_batches: list[int] = field(default_factory=list)
+    """The size of every batch of sub-calls (`llm_batch`, or the llm tool over a list)."""
     sub_calls: list[SubCallRecord] = field(default_factory=list)
     depth_reached: int = 0
     """Deepest sub-call started, whether or not it read anything (see `depth_used`)."""
@@ -118,6 +129,18 @@ class RolloutRecord:
     def total_tool_calls(self) -> int:
         return sum(self.tool_calls.values())
 
+    @property
+    def sub_call_seconds(self) -> float:
+        """Wall seconds of every sub-call, summed (those of one batch overlap)."""
+        return sum(s.seconds for s in self.sub_calls)
+
+    def count_error(self, message: str, *, refused: bool = True) -> None:
+        """A refused tool call (counted in `tool_errors` too) or, `refused=False`, a cell whose
+        code failed; by the kind its message names."""
+        self.tool_errors += refused
+        kind = error_kind(message)
+        self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + 1
+
     def count_tool(self, name: str) -> None:
         self.tool_calls[name] = self.tool_calls.get(name, 0) + 1
 
@@ -149,6 +172,10 @@ class RolloutRecord:
             "repl_calls": self.repl_calls,
             "llm_calls": self.llm_calls,
             "tool_errors": self.tool_errors,
+            "errors_by_kind": dict(self.errors_by_kind),
+            "repl_seconds": round(self.repl_seconds, 3),
+            "sub_call_seconds": round(self.sub_call_seconds, 3),
+            "llm_batches": list(self.llm_batches),
             "depth_used": self.depth_used,
             "depth_reached": self.depth_reached,
             "touched_document": self.touched_document,

@@ -50,17 +50,21 @@ def llm_schema(max_slice_chars: int) -> ToolSchema:
             "name": "llm",
             "description": (
                 "Ask a focused sub-question about a slice of the text; returns the answer. "
-                f"The slice is at most {max_slice_chars} characters."
+                f"The slice is at most {max_slice_chars} characters. With a list of slices, "
+                "asks each at once and returns the answers as a JSON list."
             ),
             "parameters": {
                 "type": "object",
                 "properties": {
                     "prompt": {"type": "string", "description": "The sub-question."},
                     "slice": {
-                        "type": "string",
+                        "anyOf": [
+                            {"type": "string"},
+                            {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                        ],
                         "description": (
                             'A character range "start:end" of doc, or the name of a REPL '
-                            "variable holding a str."
+                            "variable holding a str; or a list of them."
                         ),
                     },
                 },
@@ -78,7 +82,7 @@ def tool_schemas(depth: int, caps: RolloutCaps) -> list[ToolSchema]:
     return [repl_schema()]
 
 
-def parse_arguments(name: str, raw: Any, caps: RolloutCaps) -> dict[str, str]:
+def parse_arguments(name: str, raw: Any, caps: RolloutCaps) -> dict[str, Any]:
     """Validated arguments of a `repl` or `llm` call; raises ToolError with a usable message."""
     expected = ("code",) if name == "repl" else ("prompt", "slice")
     usage = '{"code": "<python>"}' if name == "repl" else '{"prompt": "<question>", "slice": "a:b"}'
@@ -102,14 +106,16 @@ def parse_arguments(name: str, raw: Any, caps: RolloutCaps) -> dict[str, str]:
         shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
         raise ToolError(f"{name} got unexpected arguments {shown}. Expected {usage}.")
     for key in expected:
-        if not isinstance(args[key], str):
-            kind = type(args[key]).__name__
-            raise ToolError(f"{name} argument {key} must be a string, not {kind}.")
-        if not args[key].strip():
-            raise ToolError(f"{name} argument {key} is empty.")
-        if not _encodable(args[key]):
-            # A lone surrogate ("\ud800" in JSON) cannot cross the sandbox pipe as UTF-8.
-            raise ToolError(f"{name} argument {key} contains characters that are not valid text.")
+        value = args[key]
+        if key == "slice" and isinstance(value, list):
+            # llm over a list of slices: each an entry of its own, up to the sub-call budget.
+            most = max(1, caps.max_sub_calls)
+            if not 1 <= len(value) <= most:
+                raise ToolError(f"llm takes a list of 1 to {most} slices, not {len(value)}.")
+            for spec in value:
+                _check_text(name, key, spec)
+        else:
+            _check_text(name, key, value)
     if name == "repl" and len(args["code"]) > caps.max_code_chars:
         raise ToolError(
             f"code is {len(args['code']):,} characters; the limit is {caps.max_code_chars:,}."
@@ -120,6 +126,17 @@ def parse_arguments(name: str, raw: Any, caps: RolloutCaps) -> dict[str, str]:
             f"{caps.max_prompt_chars:,}. Pass the text through slice instead."
         )
     return args
+
+
+def _check_text(name: str, key: str, value: Any) -> None:
+    """A string argument: a str, not blank, and valid text."""
+    if not isinstance(value, str):
+        raise ToolError(f"{name} argument {key} must be a string, not {type(value).__name__}.")
+    if not value.strip():
+        raise ToolError(f"{name} argument {key} is empty.")
+    if not _encodable(value):
+        # A lone surrogate ("\ud800" in JSON) cannot cross the sandbox pipe as UTF-8.
+        raise ToolError(f"{name} argument {key} contains characters that are not valid text.")
 
 
 def _encodable(text: str) -> bool:

@@ -16,6 +16,9 @@ rollout goes on.
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -181,10 +184,12 @@ class RolloutTools:
                 ) from None
             if name == "repl":
                 output = await self._repl(ctx, args["code"])
+            elif isinstance(args["slice"], list):
+                output = await self._llm_tool_batch(ctx, args["prompt"], args["slice"])
             else:
                 output = await self._llm_tool(ctx, args["prompt"], args["slice"])
         except ToolError as exc:
-            record.tool_errors += 1
+            record.count_error(str(exc))
             return f"Error: {exc}"
         ctx.unread.append(output)
         return output
@@ -203,7 +208,11 @@ class RolloutTools:
                     try:
                         ctx.session = await sandbox.SandboxSession.start(
                             ctx.document,
-                            config=replace(config, max_llm_calls_per_run=per_run),
+                            config=replace(
+                                config,
+                                max_llm_calls_per_run=per_run,
+                                max_llm_parallel=self.caps.max_parallel_sub_calls,
+                            ),
                             llm=self._repl_llm(ctx),
                         )
                     except sandbox.SandboxError as exc:
@@ -226,7 +235,7 @@ class RolloutTools:
             if result is not None:
                 if ctx.depth == 0:
                     self.record.touched_document = True
-                return format_repl_result(result)
+                return self._repl_output(result)
         session = await self._session(ctx)
         try:
             result = await session.run(code)
@@ -236,6 +245,15 @@ class RolloutTools:
             raise ToolError(f"the REPL stopped ({exc}); its variables are lost.") from None
         if ctx.depth == 0 and result.touched_document:
             self.record.touched_document = True
+        return self._repl_output(result)
+
+    def _repl_output(self, result: Any) -> str:
+        """What the model sees of a cell; its time, batches and error go on the record."""
+        record = self.record
+        record.repl_seconds += max(0.0, result.wall_s - result.llm_wait_s)
+        record.llm_batches.extend(result.llm_batches)
+        if result.error or result.timed_out:
+            record.count_error(result.error or "the cell timed out", refused=False)
         return format_repl_result(result)
 
     async def _llm_tool(self, ctx: AgentContext, prompt: str, spec: str) -> str:
@@ -255,6 +273,23 @@ class RolloutTools:
             text = await self._variable(ctx, target)
             source = "variable"
         return await self._sub_call(ctx, prompt, text, "tool", source, root_range)
+
+    async def _llm_tool_batch(self, ctx: AgentContext, prompt: str, specs: list[str]) -> str:
+        """`llm` over a list of slices: the answers as a JSON list, in order, at most
+        `max_parallel_sub_calls` at once; a refused entry is "Error: ..." and the rest go on."""
+        gate = asyncio.Semaphore(self.caps.max_parallel_sub_calls)
+
+        async def one(spec: str) -> str:
+            async with gate:
+                try:
+                    return await self._llm_tool(ctx, prompt, spec)
+                except ToolError as exc:
+                    self.record.count_error(str(exc))
+                    return f"Error: {exc}"
+
+        self.record.llm_batches.append(len(specs))
+        answers = await asyncio.gather(*(one(spec) for spec in specs))
+        return json.dumps(answers, ensure_ascii=False)
 
     async def _variable(self, ctx: AgentContext, name: str) -> str:
         if ctx.session is None:
@@ -290,7 +325,7 @@ class RolloutTools:
                     raise ToolError("llm() is not available at this depth.")
                 return await self._sub_call(ctx, prompt, text, "repl", "repl", None)
             except ToolError as exc:
-                self.record.tool_errors += 1
+                self.record.count_error(str(exc))
                 # A refusal: the sandbox shows its text and charges its time to the cell.
                 raise _sandbox().LLMRefused(str(exc)) from None
 
@@ -320,6 +355,22 @@ class RolloutTools:
         kind = "rlm" if depth < caps.max_depth else "plain"
         sub = SubCallRecord(depth, kind, origin, source, len(text), len(prompt))
         record.sub_calls.append(sub)
+        started = time.perf_counter()
+        try:
+            return await self._answer_sub_call(ctx, sub, prompt, text, root_range)
+        finally:
+            sub.seconds = time.perf_counter() - started
+
+    async def _answer_sub_call(
+        self,
+        ctx: AgentContext,
+        sub: SubCallRecord,
+        prompt: str,
+        text: str,
+        root_range: tuple[int, int] | None,
+    ) -> str:
+        caps, record = self.caps, self.record
+        depth, kind = sub.depth, sub.kind
         record.depth_reached = max(record.depth_reached, depth)
         messages = self._sub_transcript(ctx, sub, prompt, root_range)
         if kind == "plain":

@@ -48,6 +48,8 @@ class SandboxConfig:
     max_llm_calls_per_run: int = 32  # further llm() calls in one run() are refused
     max_llm_calls_per_session: int | None = None  # None: no cap over the session's life
     max_llm_request_chars: int = 200_000  # prompt + text of one llm() from REPL code
+    max_llm_batch_chars: int = 1_000_000  # prompts + texts of one llm_batch() together
+    max_llm_parallel: int = 5  # llm_batch() entries answered at once
     max_read_chars: int = 1_000_000  # the longest variable read_variable() returns
 
     def worker_settings(
@@ -64,6 +66,7 @@ class SandboxConfig:
             "max_code_chars": self.max_code_chars,
             "max_llm_calls_per_run": self.max_llm_calls_per_run,
             "max_llm_request_chars": self.max_llm_request_chars,
+            "max_llm_batch_chars": self.max_llm_batch_chars,
             "uid": self.uid,
             "uid_base": self.uid_base,
             "network": network,
@@ -86,6 +89,7 @@ class ReplResult:
     llm_calls: int
     llm_wait_s: float = 0.0  # time spent awaiting the llm callback (included in wall_s)
     worker_restarted: bool = False  # this call ran on a fresh worker: earlier state is gone
+    llm_batches: tuple[int, ...] = ()  # the entries of each llm_batch() the code asked
 
     @classmethod
     def from_reply(

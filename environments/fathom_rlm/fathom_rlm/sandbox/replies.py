@@ -47,6 +47,12 @@ def llm_refusal(error: str) -> dict[str, Any]:
     return {"op": "llm_result", "ok": False, "error": error, "refused": True}
 
 
+def llm_batch_result(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """One llm_result per entry, in order; "refused" when every entry was refused at once."""
+    refused = all(r.get("refused") for r in results)
+    return {"op": "llm_batch_result", "results": results, "refused": refused}
+
+
 def restart_note(reason: str) -> str:
     return (
         f"[sandbox restarted: the previous worker stopped because {reason}; variables from "

@@ -309,7 +309,13 @@ _PLAIN_NAMES = [
 _PLAIN_BUILTINS: dict[str, Any] = {name: getattr(builtins, name) for name in _PLAIN_NAMES}
 
 
-def make_builtins(llm: Callable[[Any, Any], str]) -> dict[str, Any]:
+def _no_batch(requests: Any) -> list[str]:
+    raise LLMError("llm_batch() is not available here")
+
+
+def make_builtins(
+    llm: Callable[[Any, Any], str], llm_batch: Callable[[Any], list[str]] = _no_batch
+) -> dict[str, Any]:
     """The `__builtins__` mapping of the sandbox: safe builtins plus the text helpers."""
     b = dict(_PLAIN_BUILTINS)
     b.update(
@@ -327,16 +333,22 @@ def make_builtins(llm: Callable[[Any, Any], str]) -> dict[str, Any]:
             "__build_class__": builtins.__build_class__,  # needed for `class` statements
             **TEXT_HELPERS,
             "llm": llm,
+            "llm_batch": llm_batch,
         }
     )
     return b
 
 
-def make_globals(document: str, buffer: OutputBuffer, llm: Callable[[Any, Any], str]) -> dict:
+def make_globals(
+    document: str,
+    buffer: OutputBuffer,
+    llm: Callable[[Any, Any], str],
+    llm_batch: Callable[[Any], list[str]] = _no_batch,
+) -> dict:
     """Fresh REPL globals holding the document as `doc`."""
     printer = _PrintTarget(buffer)
     return {
-        "__builtins__": make_builtins(llm),
+        "__builtins__": make_builtins(llm, llm_batch),
         "__name__": "repl",
         "__metaclass__": SandboxClass,
         "_getattr_": guarded_getattr,

@@ -76,9 +76,12 @@ class SandboxSession:
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.WriteTransport | None = None
         self._llm_calls_total = 0
+        self._batches: list[int] = []  # the entries of each llm_batch() of the current call
         # Largest frame accepted for each kind of message, from this session's caps.
         self._result_cap = protocol.frame_cap(config.max_output_chars + 10_000)
-        self._llm_cap = protocol.frame_cap(config.max_llm_request_chars)
+        self._llm_cap = protocol.frame_cap(
+            max(config.max_llm_request_chars, config.max_llm_batch_chars)
+        )
         self.isolation = "none"
         self.worker_info: dict[str, Any] = {}
         self.pid: int | None = None
@@ -281,11 +284,39 @@ class SandboxSession:
         # (measured: longer). The caps keep a frame small enough (see docs/sandbox.md).
         return replies.decode_frame(payload)
 
+    async def _reply_llm(self, message: dict[str, Any], in_run: int) -> dict[str, Any]:
+        """The reply to one llm() request, the run's `in_run`th: a refusal by the caps, or the
+        callback's answer."""
+        refusal = refuse_llm(
+            self.config, message, in_run, self._llm_calls_total, self._llm is not None
+        )
+        if refusal is not None:
+            return replies.llm_refusal(refusal)
+        return await self._answer_llm(message)
+
     async def _answer_llm(self, message: dict[str, Any]) -> dict[str, Any]:
         """The reply to one llm() request that passed the caps: the callback's answer."""
         assert self._llm is not None
         self._llm_calls_total += 1
         return await call_llm(self._llm, message["prompt"], message["text"], self.config)
+
+    async def _answer_batch(self, entries: list[Any], in_run: int) -> dict[str, Any]:
+        """The replies to an llm_batch() request, in order, at most `max_llm_parallel` at once.
+
+        Each entry passes the same caps as one llm() request, counted in order (`in_run` is the
+        run's count before the batch), so no interleaving of a batch lets more through.
+        """
+        gate = asyncio.Semaphore(max(1, self.config.max_llm_parallel))
+
+        async def answer(index: int, entry: Any) -> dict[str, Any]:
+            async with gate:
+                if not (isinstance(entry, list) and len(entry) == 2):
+                    return replies.llm_refusal("llm_batch() takes (prompt, text) pairs")
+                message = {"prompt": entry[0], "text": entry[1]}
+                return await self._reply_llm(message, in_run + index + 1)
+
+        results = await asyncio.gather(*(answer(i, e) for i, e in enumerate(entries)))
+        return replies.llm_batch_result(list(results))
 
     async def _exchange(self, request: dict[str, Any], reply_cap: int) -> tuple[dict, float, int]:
         """Send one request; serve llm() calls until the reply. Returns (reply, wait, llm calls).
@@ -299,25 +330,32 @@ class SandboxSession:
         cap = max(reply_cap, self._llm_cap) if runs_code else reply_cap
         llm_wait = excluded = 0.0
         requests = 0
+        self._batches = []
         started = time.perf_counter()
         self._send(request)
         while True:
             remaining = budget - (time.perf_counter() - started - excluded)
             async with asyncio.timeout(max(remaining, 0.0)):
                 message = await self._recv(cap)
-            if message.get("op") != "llm":
+            op = message.get("op")
+            if op not in ("llm", "llm_batch"):
                 return message, llm_wait, requests
             if not runs_code:
                 raise replies.ProtocolViolation("an llm() request outside of running code")
-            requests += 1
             mark = time.perf_counter()
-            refusal = refuse_llm(
-                self.config, message, requests, self._llm_calls_total, self._llm is not None
-            )
-            if refusal is not None:
-                answer = replies.llm_refusal(refusal)
+            if op == "llm":
+                requests += 1
+                answer = await self._reply_llm(message, requests)
             else:
-                answer = await self._answer_llm(message)
+                entries = message.get("requests")
+                # An honest worker sends no more than one run's llm() budget in a batch.
+                if not isinstance(entries, list) or not entries:
+                    raise replies.ProtocolViolation("an llm_batch() request without entries")
+                if len(entries) > self.config.max_llm_calls_per_run:
+                    raise replies.ProtocolViolation(f"an llm_batch() of {len(entries):,} entries")
+                answer = await self._answer_batch(entries, requests)
+                requests += len(entries)
+                self._batches.append(len(entries))
             spent = time.perf_counter() - mark
             llm_wait += spent
             if not answer.get("refused"):
@@ -353,6 +391,7 @@ class SandboxSession:
             result = ReplResult.from_reply(
                 reply, self.config.max_output_chars, started, llm_wait, requests, restarted
             )
+            result.llm_batches = tuple(self._batches)
             # The reward asks whether any tool touched the document: a worker may only claim
             # it for code that names `doc` (the worker checks the parsed cell; this is the text).
             result.touched_document = result.touched_document and _names_doc(code)

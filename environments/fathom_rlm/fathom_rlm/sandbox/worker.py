@@ -109,8 +109,9 @@ class Worker:
         self.llm_wait = 0.0
         self.max_llm_calls = int(config.get("max_llm_calls_per_run", 32))
         self.max_llm_chars = int(config.get("max_llm_request_chars", 1_000_000))
-        self.max_frame = protocol.frame_cap(self.max_llm_chars)
-        self.globals = restricted.make_globals(document, self.buffer, self._llm)
+        self.max_batch_chars = int(config.get("max_llm_batch_chars", 1_000_000))
+        self.max_frame = protocol.frame_cap(max(self.max_llm_chars, self.max_batch_chars))
+        self.globals = restricted.make_globals(document, self.buffer, self._llm, self._llm_batch)
         # The cyclic collector runs the model's finalizers (a generator's `finally`) wherever
         # it happens to trigger; it runs only while the call's clock does, so such code can
         # never spin outside it (in the protocol loop, or while an llm() answer is awaited).
@@ -144,26 +145,84 @@ class Worker:
                 f"llm() prompt and text have {size:,} characters together; the limit is "
                 f"{self.max_llm_chars:,}. Pass a smaller slice"
             )
-        frame = protocol.encode_json({"op": "llm", "prompt": prompt, "text": text})
+        request = {"op": "llm", "prompt": prompt, "text": text}
+        reply = self._ask(request, 1, "llm_result", "llm() request")
+        if not reply.get("ok"):
+            raise restricted.LLMError(str(reply.get("error") or "llm() failed"))
+        return str(reply.get("text", ""))
+
+    def _llm_batch(self, requests: Any) -> list[str]:
+        """llm_batch([(prompt, text), ...]): the answers in order, asked of the parent at once.
+
+        An entry over a cap, or one the parent refuses or fails, gets "Error: <why>" in its
+        place; the batch itself goes on. Entries past the call's llm() budget are not sent.
+        """
+        usage = "llm_batch() takes a list of (prompt, text) pairs of str"
+        if not isinstance(requests, (list, tuple)):
+            raise TypeError(usage)
+        pairs = [tuple(r) if isinstance(r, (list, tuple)) else () for r in requests]
+        if any(len(p) != 2 or not all(isinstance(x, str) for x in p) for p in pairs):
+            raise TypeError(usage)
+        answers: list[str | None] = [None] * len(pairs)
+        sent: list[int] = []
+        chars = 0
+        for i, (prompt, text) in enumerate(pairs):
+            size = len(prompt) + len(text)
+            if self.llm_calls + len(sent) >= self.max_llm_calls:
+                answers[i] = (
+                    f"Error: llm() was called more than {self.max_llm_calls} times in this call; "
+                    "this one was not sent"
+                )
+            elif size > self.max_llm_chars:
+                answers[i] = (
+                    f"Error: prompt and text have {size:,} characters together; the limit is "
+                    f"{self.max_llm_chars:,}"
+                )
+            elif chars + size > self.max_batch_chars:
+                answers[i] = (
+                    f"Error: the batch is over {self.max_batch_chars:,} characters; this one "
+                    "was not sent"
+                )
+            else:
+                chars += size
+                sent.append(i)
+        if sent:
+            request = {"op": "llm_batch", "requests": [list(pairs[i]) for i in sent]}
+            reply = self._ask(request, len(sent), "llm_batch_result", "llm_batch() request")
+            results = reply.get("results")
+            if not isinstance(results, list) or len(results) != len(sent):
+                os._exit(protocol.EXIT_PROTOCOL)
+            for i, result in zip(sent, results, strict=True):
+                ok = isinstance(result, dict) and result.get("ok")
+                error = result.get("error") if isinstance(result, dict) else None
+                answers[i] = str(result.get("text", "")) if ok else f"Error: {error or 'failed'}"
+        return [a or "" for a in answers]
+
+    def _ask(self, request: dict[str, Any], calls: int, expected: str, what: str) -> dict:
+        """Send `request` (`calls` llm() calls) and wait for the parent's reply of kind `expected`.
+
+        Encoding is charged; the alarm may not interrupt a half-written frame nor the wait for
+        the answer, so it is held (the timer keeps running until the wait) until the answer is
+        in: a timeout raised between the two would leave the answer unread in the pipe.
+        """
+        frame = protocol.encode_json(request)
+        del request
         if len(frame) > self.max_frame:
-            raise restricted.LLMError("llm() request too large once encoded; pass less text")
-        self.llm_calls += 1
-        # Encoding is charged; the alarm may not interrupt a half-written frame nor the wait for
-        # the answer, so it is held (the timer keeps running until the wait) until the answer is
-        # in: a timeout raised between the two would leave the answer unread in the pipe.
+            raise restricted.LLMError(f"{what} too large once encoded; pass less text")
+        self.llm_calls += calls
         active = self.clock.active
         gc.disable()  # first: the collector runs only while the clock may interrupt it
         self.clock.active = False
         try:
             self.channel.write(frame)
             del frame
-            return self._llm_reply()
+            return self._llm_reply(expected)
         finally:
             self.clock.active = active
             if active:
                 gc.enable()
 
-    def _llm_reply(self) -> str:
+    def _llm_reply(self, expected: str) -> dict[str, Any]:
         remaining = self.clock.pause()  # only the wait for the parent's answer is excluded
         started = time.perf_counter()
         reply = None
@@ -177,11 +236,9 @@ class Worker:
             self.clock.resume(remaining)
         if reply is None:
             os._exit(0)  # the parent is gone
-        if reply.get("op") != "llm_result":
+        if not isinstance(reply, dict) or reply.get("op") != expected:
             os._exit(protocol.EXIT_PROTOCOL)  # nothing sensible left to do
-        if not reply.get("ok"):
-            raise restricted.LLMError(str(reply.get("error") or "llm() failed"))
-        return str(reply.get("text", ""))
+        return reply
 
     def run(self, code: str, timeout: float) -> dict[str, Any]:
         self.buffer.reset(int(self.config["max_output_chars"]))

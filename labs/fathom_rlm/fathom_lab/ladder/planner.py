@@ -200,6 +200,9 @@ class FathomReference:
     verdict_splits: tuple[str, ...] | None = None
     """The splits whose verdict parts its reader knows: None for every split (the perfect
     grammar reader), ("train",) for a reader that learned its verdicts from `train` alone."""
+    batch: bool = True
+    """Whether a count's map over sections asks its sub-calls at once (`llm_batch`) or one
+    after another (`llm` in a loop; the batch benchmark's baseline)."""
 
     def read(self, prompt: str, text: str, *, complete: bool = False) -> str:
         """Its reader's answer to `prompt` about `text`, the root's own reading and every
@@ -295,7 +298,8 @@ class FathomReference:
 
     def root_aggregate(self, view: View, first: int, last: int) -> dict[str, Any]:
         """Cut the asked chapter range into sections at full stops (no sentence is split or
-        counted twice), then count every section in one map-reduce cell."""
+        counted twice), then count every section in one map-reduce cell, its sub-calls asked at
+        once (`llm_batch`)."""
         if not view.calls:
             code = SECTIONS_CODE.format(first=first, last=last, cap=view.slice_cap)
             return assistant_message(calls=[("repl", {"code": code})])
@@ -310,9 +314,14 @@ class FathomReference:
             # Delegating costs two sub-calls per section; read in place when that does not fit.
             if self.delegates(view.question) and 2 * len(sections) > view.sub_calls:
                 prompt += "\n" + SELF_READ
+            ask = (
+                "llm_batch([(P, doc[a:b]) for a, b in S])"
+                if self.batch
+                else "[llm(P, doc[a:b]) for a, b in S]"
+            )
             code = (
                 f"# count\nP = {json.dumps(prompt)}\nS = {json.dumps(sections)}\n"
-                "print(to_json([llm(P, doc[a:b]) for a, b in S]))"
+                f"print(to_json({ask}))"
             )
             return assistant_message(calls=[("repl", {"code": code})])
         try:
