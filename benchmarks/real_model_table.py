@@ -1,4 +1,4 @@
-"""The real-model table of docs/evaluation.md ("A real model on the CPU"), from saved runs.
+"""The real-model table (docs/results/smollm2-real-model.md), from saved runs.
 
     uv run python benchmarks/real_model_table.py \\
         --fathom "4K=outputs/real/base-4k" "4K=outputs/real/scripted-4k" \\

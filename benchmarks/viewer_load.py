@@ -31,6 +31,7 @@ from pathlib import Path
 from fathom_lab import evaluate
 
 from envtools import cli, viewer
+from envtools.stats import source_commit
 from envtools.viewer.browser import Chromium
 
 COMMAND = "uv run python benchmarks/viewer_load.py"
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Rollout viewer: size and time to open",
         "",
-        f"Measured on {datetime.now(UTC):%Y-%m-%d} by `{command}`",
+        f"Measured on {datetime.now(UTC):%Y-%m-%d} at commit {source_commit()} by `{command}`",
         f"({platform.platform(terse=True)}, Python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs, headless Chromium from Debian's `chromium`).",
         "",

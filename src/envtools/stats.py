@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import platform
+import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
@@ -28,6 +29,26 @@ def machine() -> str:
         f"{platform.system()} {platform.machine()}, Python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs{load}"
     )
+
+
+def source_commit(where: str | os.PathLike[str] = ".") -> str:
+    """The git commit a measurement ran at ("abc1234", "+ local changes" when the work tree
+    differs), or "no git checkout": a results page says which code it measured."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", os.fspath(where), *args], capture_output=True, text=True, timeout=30
+        )
+        if done.returncode != 0:
+            raise OSError(done.stderr)
+        return done.stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.SubprocessError):
+        return "no git checkout"
+    return commit + (" + local changes" if dirty else "")
 
 
 DEFAULT_RESAMPLES = 2_000

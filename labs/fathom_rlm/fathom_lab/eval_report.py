@@ -140,10 +140,9 @@ def _command(cfg: dict[str, Any]) -> list[str]:
     """The command, and when and where it ran (a report is a dated results page)."""
     lines = [f"Command: `{cfg['command']}`", ""]
     if (where := cfg.get("environment")) and "machine" in where:
-        lines += [
-            f"Measured on {where['date']} ({where['machine']}), in {where['wall_s']:.0f} s.",
-            "",
-        ]
+        at = f" at commit {where['commit']}" if where.get("commit") else ""
+        when = f"Measured on {where['date']}{at} ({where['machine']}), in {where['wall_s']:.0f} s."
+        lines += [when, ""]
     return lines
 
 

@@ -49,7 +49,7 @@ from fathom_rlm.documents import SPLIT_SIZES, TaskRecord
 from fathom_rlm.userdata import FORMATS
 
 from envtools import cli, viewer
-from envtools.stats import DEFAULT_RESAMPLES, machine
+from envtools.stats import DEFAULT_RESAMPLES, machine, source_commit
 from envtools.viewer.rollouts import fathom_rollout
 from fathom_lab import policies as fathom
 from fathom_lab.audit.attacks import choice_letters
@@ -172,6 +172,7 @@ def run_evaluation(
         "environment": {
             "date": datetime.now(UTC).strftime("%Y-%m-%d"),
             "machine": machine_at_start,
+            "commit": source_commit(),
             "python": platform.python_version(),
             "platform": platform.platform(terse=True),
             "cpus": os.cpu_count(),

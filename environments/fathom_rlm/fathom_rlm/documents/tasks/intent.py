@@ -18,10 +18,10 @@ from .wordings import ORDINALS, RELATIONS, TIMES
 # Family name -> the recursion depth the data supports under the default rollout caps (see
 # docs/questions.md, "Depth": sub-calls share one budget over all depths, so depth 2 never
 # reaches text that depth 1 cannot). A label stays only where the reference held below it does
-# measurably worse (docs/evaluation.md). single_hop and comparison read a few windows around
-# one or two names' hits, which the root reads about as cheaply itself, so they are depth 0; a
-# chain, a history and a counted chapter range cost the root far more (or fail) without
-# sub-calls.
+# measurably worse (docs/results/fathom-depth-by-family.md). single_hop and comparison read a few
+# windows around one or two names' hits, which the root reads about as cheaply itself, so they
+# are depth 0; a chain, a history and a counted chapter range cost the root far more (or fail)
+# without sub-calls.
 FAMILIES: dict[str, int] = {
     "exact_id": 0,
     "single_hop": 0,
