@@ -200,6 +200,35 @@ def test_the_llm_tool_over_a_list_meets_the_same_caps() -> None:
     assert_within_caps(record)
 
 
+def test_no_sub_call_of_a_list_outlives_a_failed_model_call() -> None:
+    finished: list[int] = []
+
+    class Failing(Chat):
+        calls = 0
+
+        async def __call__(self, messages: list[dict[str, Any]], tools: Any) -> ChatReply:
+            if messages[0]["content"].startswith("You answer a question about a long"):
+                return await super().__call__(messages, tools)
+            Failing.calls += 1
+            if Failing.calls == 2:
+                raise ConnectionError("the endpoint went away")
+            await asyncio.sleep(0.3)
+            finished.append(Failing.calls)
+            return ChatReply({"role": "assistant", "content": "<answer>x</answer>"})
+
+    async def rollout_then_wait() -> tuple[int, int]:
+        caps = replace(CAPS, max_sub_calls=5, max_depth=1)
+        chat = Failing([llm_over(["0:50", "50:100", "100:150", "150:200"])])
+        with pytest.raises(ConnectionError):
+            await run_rollout(DOCUMENT, "Where did Orin Vale live?", chat, caps)
+        at_failure = len(finished)
+        await asyncio.sleep(0.6)  # a sibling left running would finish now
+        return at_failure, len(finished)
+
+    at_failure, later = asyncio.run(rollout_then_wait())
+    assert later == at_failure == 0  # the siblings were stopped, neither left running nor awaited
+
+
 @pytest.mark.parametrize(
     ("code", "refusal"),
     [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import Any
 
 import pytest
 from fathom_rlm.sandbox import LLMRefused, SandboxConfig, SandboxSession
@@ -105,3 +106,70 @@ def test_a_malformed_batch_raises_a_type_error(argument: str) -> None:
 
     error = asyncio.run(run())
     assert error is not None and "TypeError: llm_batch() takes a list of (prompt, text)" in error
+
+
+# ------------------------------------------------------------------- a compromised worker
+
+FRAMES = """
+import json, os, signal, struct, time
+def send(obj):
+    body = json.dumps(obj).encode()
+    os.write(1, struct.pack('>IB', len(body), 74) + body)
+def recv():
+    head = b''
+    while len(head) < 5:
+        head += os.read(0, 5 - len(head))
+    size, _ = struct.unpack('>IB', head)
+    body = b''
+    while len(body) < size:
+        body += os.read(0, size - len(body))
+    return json.loads(body)
+"""
+
+
+async def _unsafe(code: str, config: SandboxConfig, endpoint: Any) -> Any:
+    session = await SandboxSession.start(
+        DOC, config=config, llm=endpoint, _allow_unsafe_exec_for_tests=True
+    )
+    try:
+        return await session._unsafe_exec_for_tests(FRAMES + code)
+    finally:
+        await session.close()
+
+
+def test_a_worker_streaming_batches_without_reading_is_stopped_on_time() -> None:
+    # A read from a full buffer never waits, so only an explicit check of the call's budget (and
+    # the rule that an answer is read before the next request) ends this cell.
+    flood = (
+        "signal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "body = json.dumps({'op': 'llm_batch', 'requests': [['q', 'x']]}).encode()\n"
+        "chunk = (struct.pack('>IB', len(body), 74) + body) * 64\n"
+        "t = time.perf_counter()\n"
+        "while time.perf_counter() - t < 10:\n"
+        "    os.write(1, chunk)\n"
+        "print('done')"
+    )
+
+    async def instant(prompt: str, text: str) -> str:
+        return "a"
+
+    config = SandboxConfig(call_timeout_s=1.0, kill_grace_s=0.5)
+    result = asyncio.run(_unsafe(flood, config, instant))
+    assert result.wall_s < 3.0, result.wall_s  # 1.5 s of budget, not the worker's 10 s
+    assert result.output != "done\n" and (result.timed_out or "protocol" in (result.error or ""))
+
+
+def test_the_parent_holds_the_batch_character_cap_and_cleans_the_text() -> None:
+    seen: list[tuple[str, str]] = []
+
+    async def endpoint(prompt: str, text: str) -> str:
+        seen.append((prompt, text))
+        return "a"
+
+    forged = (
+        "send({'op': 'llm_batch', 'requests': [['q\\ud800', 'x' * 1000]] * 3})\n"
+        "print([r.get('ok') for r in recv()['results']])"
+    )
+    result = asyncio.run(_unsafe(forged, SandboxConfig(max_llm_batch_chars=2_500), endpoint))
+    assert result.output.strip() == "[True, True, False]"
+    assert seen[0][0] == "q\ufffd"  # a lone surrogate never reaches the model

@@ -203,15 +203,19 @@ class RolloutTools:
                     sandbox = _sandbox()
                     config = self.caps.sandbox or sandbox.SandboxConfig()
                     # A cell cannot use more sub-calls than the rollout has, so more llm()
-                    # requests from one cell are refused in the worker without a round trip.
-                    per_run = max(1, min(config.max_llm_calls_per_run, self.caps.max_sub_calls))
+                    # requests from one cell are refused in the worker without a round trip;
+                    # nor a batch longer than they could fill, which bounds its frame.
+                    caps = self.caps
+                    per_run = max(1, min(config.max_llm_calls_per_run, caps.max_sub_calls))
+                    batch = per_run * (caps.max_slice_chars + caps.max_prompt_chars)
                     try:
                         ctx.session = await sandbox.SandboxSession.start(
                             ctx.document,
                             config=replace(
                                 config,
                                 max_llm_calls_per_run=per_run,
-                                max_llm_parallel=self.caps.max_parallel_sub_calls,
+                                max_llm_batch_chars=min(config.max_llm_batch_chars, batch),
+                                max_llm_parallel=caps.max_parallel_sub_calls,
                             ),
                             llm=self._repl_llm(ctx),
                         )
@@ -288,7 +292,15 @@ class RolloutTools:
                     return f"Error: {exc}"
 
         self.record.llm_batches.append(len(specs))
-        answers = await asyncio.gather(*(one(spec) for spec in specs))
+        tasks = [asyncio.ensure_future(one(spec)) for spec in specs]
+        try:
+            answers = await asyncio.gather(*tasks)
+        except BaseException:
+            # A failed model call fails the rollout: no sibling sub-call may outlive it.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         return json.dumps(answers, ensure_ascii=False)
 
     async def _variable(self, ctx: AgentContext, name: str) -> str:

@@ -307,15 +307,29 @@ class SandboxSession:
         run's count before the batch), so no interleaving of a batch lets more through.
         """
         gate = asyncio.Semaphore(max(1, self.config.max_llm_parallel))
+        room = self.config.max_llm_batch_chars
+        messages: list[dict[str, Any] | str] = []
+        for entry in entries:
+            if not (isinstance(entry, list) and len(entry) == 2):
+                messages.append("llm_batch() takes (prompt, text) pairs")
+                continue
+            prompt, text = (protocol.valid_text(x) if isinstance(x, str) else x for x in entry)
+            size = (
+                len(prompt) + len(text) if isinstance(prompt, str) and isinstance(text, str) else 0
+            )
+            if size > room:
+                messages.append(f"the batch is over {self.config.max_llm_batch_chars:,} characters")
+                continue
+            room -= size
+            messages.append({"prompt": prompt, "text": text})
 
-        async def answer(index: int, entry: Any) -> dict[str, Any]:
+        async def answer(index: int, message: dict[str, Any] | str) -> dict[str, Any]:
+            if isinstance(message, str):
+                return replies.llm_refusal(message)
             async with gate:
-                if not (isinstance(entry, list) and len(entry) == 2):
-                    return replies.llm_refusal("llm_batch() takes (prompt, text) pairs")
-                message = {"prompt": entry[0], "text": entry[1]}
                 return await self._reply_llm(message, in_run + index + 1)
 
-        results = await asyncio.gather(*(answer(i, e) for i, e in enumerate(entries)))
+        results = await asyncio.gather(*(answer(i, m) for i, m in enumerate(messages)))
         return replies.llm_batch_result(list(results))
 
     async def _exchange(self, request: dict[str, Any], reply_cap: int) -> tuple[dict, float, int]:
@@ -335,13 +349,21 @@ class SandboxSession:
         self._send(request)
         while True:
             remaining = budget - (time.perf_counter() - started - excluded)
-            async with asyncio.timeout(max(remaining, 0.0)):
+            if remaining <= 0:
+                # Checked here too: a read from a full buffer returns at once, so a timeout
+                # around the read alone never fires for a worker that streams requests.
+                raise TimeoutError()
+            async with asyncio.timeout(remaining):
                 message = await self._recv(cap)
             op = message.get("op")
             if op not in ("llm", "llm_batch"):
                 return message, llm_wait, requests
             if not runs_code:
                 raise replies.ProtocolViolation("an llm() request outside of running code")
+            if self._writer is not None and self._writer.get_write_buffer_size():
+                # Answers left unread fill the pipe, then this buffer: an honest worker reads
+                # each answer before it asks again.
+                raise replies.ProtocolViolation("a request before the last answer was read")
             mark = time.perf_counter()
             if op == "llm":
                 requests += 1
