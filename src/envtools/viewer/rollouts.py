@@ -728,7 +728,8 @@ def summary(rollouts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     kinds = sorted(found, key=lambda k: (order.index(k) if k in order else len(order), k))
     return {
         "rollouts": len(rollouts),
-        "policies": sorted({r["policy"] for r in rollouts}),
+        # In the run's own order: an evaluation writes its policies in ladder order.
+        "policies": list(dict.fromkeys(r["policy"] for r in rollouts)),
         "outcomes": {o: sum(r["outcome"] == o for r in rollouts) for o in OUTCOMES},
         "correct_by_family": {f: by_family[f] for f in sorted(by_family)},
         "endings": dict(endings.most_common()),
