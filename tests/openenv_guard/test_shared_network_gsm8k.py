@@ -105,9 +105,10 @@ def test_a_15_mb_reply_does_not_stall_other_sessions(server: Any) -> None:
     waited 2-2.7 s, nearly the whole exchange, when parsing and grading ran on the event loop).
     What is left on the loop is openenv-core's own `json.loads` of the message and uvicorn's
     assembly of it (20-35 ms together on a quiet machine). The bounds are shares of the
-    exchange's own duration, measured in the same run, so a slower or busier machine (a ping
-    waited 375 ms at load 8) scales both sides: the slowest ping waits for a small part of the
-    exchange, never for the whole of it as the stall did."""
+    exchange's own duration, measured in the same run, and catch the stall (one ping waiting
+    for nearly the whole exchange), not a slow machine: a ping waited 375 ms at load 8, and on
+    an idle one 477 ms of a 1.1 s exchange once. Latency itself is measured by
+    `envtools.openenv_soak --latency` (docs/results/openenv-latency.md)."""
     gold = gold_reply(0).split("{")[1].rstrip("}")
     ws_url = server.url.replace("http", "ws") + "/ws"
 
@@ -151,7 +152,7 @@ def test_a_15_mb_reply_does_not_stall_other_sessions(server: Any) -> None:
     assert len(during) >= 10  # the pings really overlapped the big message
     during.sort()
     p95 = during[int(0.95 * (len(during) - 1))]
-    assert p95 < 0.1 * exchange and during[-1] < 0.4 * exchange, (
+    assert p95 < 0.25 * exchange and during[-1] < 0.75 * exchange, (
         p95,
         during[-5:],
         exchange,
