@@ -125,9 +125,9 @@ export PATH
 # The whole suite, slow tests included (`-m ""`), on every core (pytest-xdist, set in
 # pyproject.toml): each worker takes the next test as it frees up, except that a module marked
 # `xdist_group` (one whose module-scoped fixture starts a server or builds a corpus) runs whole on
-# one worker, so that fixture is built once.
+# one worker, so that fixture is built once. The 25 slowest tests are listed at the end.
 status=0
-uv run --frozen pytest -m "" "$@" || status=$?
+uv run --frozen pytest -m "" --durations=25 "$@" || status=$?
 if [ "$status" -eq 5 ]; then
     echo "error: pytest collected no tests" >&2
     exit 1
