@@ -46,10 +46,10 @@ from typing import Any
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
 from fathom_rlm.agent import RolloutCaps
 from fathom_rlm.documents import SPLIT_SIZES, TaskRecord
-from fathom_rlm.userdata import FORMATS
 
 from envtools import cli, viewer
-from envtools.stats import DEFAULT_RESAMPLES, machine, source_commit
+from envtools.measured import machine, source_commit
+from envtools.stats import DEFAULT_RESAMPLES
 from envtools.viewer.rollouts import fathom_rollout
 from fathom_lab import policies as fathom
 from fathom_lab.audit.attacks import choice_letters
@@ -85,7 +85,12 @@ from fathom_lab.eval_runner import (
     scripted_contenders,
 )
 from fathom_lab.ladder.overlap_reader import reading_any_text
-from fathom_lab.user_rows import load_user_rows, refuse_generated_options
+from fathom_lab.user_rows import (
+    add_data_format_argument,
+    load_user_rows,
+    refuse_format_without_data,
+    refuse_generated_options,
+)
 
 __all__ = [
     "CHART_NAME",
@@ -343,17 +348,7 @@ def _add_task_arguments(parser: cli.ArgumentParser) -> None:
         help="a JSONL file of your own rows (document, question, answers; see the fathom-rlm "
         "README, 'Your own documents') to evaluate on instead of a synthetic split",
     )
-    parser.add_argument(
-        "--data-format",
-        choices=tuple(FORMATS),
-        default=None,
-        help="the row schema of --data (default native)",
-    )
-    # The earlier spelling, kept working but no longer shown (sft_export's --format is its
-    # output's, so one name serves all three commands).
-    parser.add_argument(
-        "--format", dest="data_format", choices=tuple(FORMATS), help=argparse.SUPPRESS
-    )
+    add_data_format_argument(parser)
 
 
 def _add_model_arguments(parser: cli.ArgumentParser) -> None:
@@ -379,13 +374,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if (args.model is None) != (args.base_url is None):
         parser.error("--model and --base-url go together")
     args.rows = None
+    refuse_format_without_data(parser, args)
     if args.data is not None:
         _load_data(parser, args)
     else:
-        if args.data_format is not None:
-            parser.reject(
-                "--data-format", "--data (the file whose rows it reads)", args.data_format
-            )
         args.split = args.split or SPLIT
         args.doc_tokens = args.doc_tokens or DEFAULT_DOC_TOKENS
         args.n = args.n or DEFAULT_N

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fathom_rlm.adapters.arguments import MIN_DOC_TOKENS
-from fathom_rlm.userdata import FORMATS
 
 from envtools import cli
 from envtools.policies.base import Policy
@@ -58,6 +57,11 @@ from fathom_lab.ladder.planner import (
     ReferenceDepth1,
     ReferenceDepth2,
     ReferenceTrainVerdicts,
+)
+from fathom_lab.user_rows import (
+    add_data_format_argument,
+    load_user_rows,
+    refuse_format_without_data,
 )
 
 ROLES: dict[str, str] = {
@@ -160,17 +164,7 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
         "the run serves: the fathom reference then reads text it has no grammar for by word "
         "overlap, as `fathom_lab.evaluate --data` does",
     )
-    parser.add_argument(
-        "--data-format",
-        choices=tuple(FORMATS),
-        default=None,
-        help="the row schema of --data (default native)",
-    )
-    # The earlier spelling, kept working but no longer shown (sft_export's --format is its
-    # output's, so one name serves all three commands).
-    parser.add_argument(
-        "--format", dest="data_format", choices=tuple(FORMATS), help=argparse.SUPPRESS
-    )
+    add_data_format_argument(parser)
 
 
 def _configure_server(parser: cli.ArgumentParser, args: argparse.Namespace) -> ReplyScope | None:
@@ -178,12 +172,9 @@ def _configure_server(parser: cli.ArgumentParser, args: argparse.Namespace) -> R
     naming it), let the gold-in-hand attacks find them, and read any text in every reply."""
     if args.fathom_doc_tokens:
         TASKS.autoload_doc_tokens = tuple(args.fathom_doc_tokens)
-    if args.data_format is not None and args.data is None:
-        parser.reject("--data-format", "--data (the file whose rows it reads)", args.data_format)
+    refuse_format_without_data(parser, args)
     if args.data is None:
         return None
-    from fathom_lab.user_rows import load_user_rows
-
     register_tasks(load_user_rows(parser, args.data, args.data_format or "native"))
     return reading_any_text
 

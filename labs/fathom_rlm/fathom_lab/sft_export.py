@@ -57,7 +57,6 @@ from fathom_rlm.documents import (
     task_document,
 )
 from fathom_rlm.rewards import REWARD_NAME, RewardConfig, score_rollout
-from fathom_rlm.userdata import FORMATS as ROW_FORMATS
 from fathom_rlm.userdata import task_question
 
 from envtools import cli
@@ -67,7 +66,12 @@ from fathom_lab import policies as fathom
 from fathom_lab.evaluate import registered_tasks
 from fathom_lab.ladder.overlap_reader import reading_any_text
 from fathom_lab.ladder.protocol import parse_sub_answer
-from fathom_lab.user_rows import load_user_rows, refuse_generated_options
+from fathom_lab.user_rows import (
+    add_data_format_argument,
+    load_user_rows,
+    refuse_format_without_data,
+    refuse_generated_options,
+)
 
 Format = Literal["prime-rl", "trl"]
 FORMATS: tuple[str, ...] = ("prime-rl", "trl")
@@ -327,12 +331,7 @@ def build_parser() -> cli.ArgumentParser:
         help="a JSONL file of your own rows (the fathom-rlm README, 'Your own documents') to "
         "export from instead of a split",
     )
-    parser.add_argument(
-        "--data-format",
-        choices=tuple(ROW_FORMATS),
-        default=None,
-        help="the row schema of --data (default native); --format is the output's",
-    )
+    add_data_format_argument(parser, alias=False)
     parser.add_argument("--min-reward", type=cli.number(0.0, 1.0), default=0.5)
     parser.add_argument("--format", choices=FORMATS, default="trl")
     parser.add_argument(
@@ -351,12 +350,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.rows = None
+    refuse_format_without_data(parser, args)
     if args.data is not None:
         _load_data(parser, args)
     else:
-        if args.data_format is not None:
-            needs = "--data (the file whose rows it reads)"
-            parser.reject("--data-format", needs, args.data_format)
         args.split = args.split or "train"
         args.doc_tokens = args.doc_tokens or 16_000
         args.n = args.n or 16

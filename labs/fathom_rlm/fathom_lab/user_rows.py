@@ -7,9 +7,31 @@ from __future__ import annotations
 import argparse
 
 from fathom_rlm.documents.tasks.record import TaskRecord
-from fathom_rlm.userdata import UserRowError, load_rows
+from fathom_rlm.userdata import FORMATS, UserRowError, load_rows
 
 from envtools import cli
+
+
+def add_data_format_argument(parser: argparse.ArgumentParser, *, alias: bool = True) -> None:
+    """`--data-format`, the row schema of `--data`; with `alias`, also its earlier spelling
+    `--format`, kept working but no longer shown (sft_export's `--format` is its output's)."""
+    parser.add_argument(
+        "--data-format",
+        choices=tuple(FORMATS),
+        default=None,
+        help="the row schema of --data (default native)"
+        + ("" if alias else "; --format is the output's"),
+    )
+    if alias:
+        parser.add_argument(
+            "--format", dest="data_format", choices=tuple(FORMATS), help=argparse.SUPPRESS
+        )
+
+
+def refuse_format_without_data(parser: cli.ArgumentParser, args: argparse.Namespace) -> None:
+    """`--data-format` names the schema of `--data`: a usage error without it."""
+    if args.data_format is not None and args.data is None:
+        parser.reject("--data-format", "--data (the file whose rows it reads)", args.data_format)
 
 
 def load_user_rows(

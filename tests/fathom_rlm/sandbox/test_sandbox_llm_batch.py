@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from fathom_rlm.sandbox import LLMRefused, SandboxConfig, SandboxSession
+from worker_frames import FRAMES
 
 DOC = "Velmora Quessit met Oradin Tal in Brevik. " * 100
 DELAY = 0.2
@@ -70,7 +71,7 @@ def test_a_failed_or_refused_entry_is_an_error_value_and_the_batch_goes_on() -> 
     assert answers[0] == "a:1" and answers[3] == "b:2"
     assert answers[1] == "Error: llm() failed: RuntimeError"
     assert answers[2] == "Error: the sub-call budget is used up"
-    assert answers[4].startswith("Error: prompt and text have 301 characters")
+    assert answers[4].startswith("Error: llm() prompt and text have 301 characters")
     assert endpoint.calls == 4  # the oversize entry was never sent
 
 
@@ -110,22 +111,6 @@ def test_a_malformed_batch_raises_a_type_error(argument: str) -> None:
 
 # ------------------------------------------------------------------- a compromised worker
 
-FRAMES = """
-import json, os, signal, struct, time
-def send(obj):
-    body = json.dumps(obj).encode()
-    os.write(1, struct.pack('>IB', len(body), 74) + body)
-def recv():
-    head = b''
-    while len(head) < 5:
-        head += os.read(0, 5 - len(head))
-    size, _ = struct.unpack('>IB', head)
-    body = b''
-    while len(body) < size:
-        body += os.read(0, size - len(body))
-    return json.loads(body)
-"""
-
 
 async def _unsafe(code: str, config: SandboxConfig, endpoint: Any) -> Any:
     session = await SandboxSession.start(
@@ -141,6 +126,7 @@ def test_a_worker_streaming_batches_without_reading_is_stopped_on_time() -> None
     # A read from a full buffer never waits, so only an explicit check of the call's budget (and
     # the rule that an answer is read before the next request) ends this cell.
     flood = (
+        "import signal, time\n"
         "signal.setitimer(signal.ITIMER_REAL, 0)\n"
         "body = json.dumps({'op': 'llm_batch', 'requests': [['q', 'x']]}).encode()\n"
         "chunk = (struct.pack('>IB', len(body), 74) + body) * 64\n"

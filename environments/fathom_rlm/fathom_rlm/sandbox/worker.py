@@ -131,25 +131,32 @@ class Worker:
         """llm(prompt, text): a request to the parent over the pipe, answered with a str."""
         if not isinstance(prompt, str) or not isinstance(text, str):
             raise TypeError("llm(prompt, text) takes two str arguments")
-        if self.llm_calls >= self.max_llm_calls:
-            # Refused here, without a message: a loop of failing calls then costs the parent
-            # nothing more and runs into the call's clock like any other loop.
-            raise restricted.LLMError(
-                f"llm() was called more than {self.max_llm_calls} times in this call; this "
-                "one was not sent"
-            )
-        size = len(prompt) + len(text)
-        if size > self.max_llm_chars:
-            # Checked before encoding: a prompt of tens of MB is refused at once, never sent.
-            raise restricted.LLMError(
-                f"llm() prompt and text have {size:,} characters together; the limit is "
-                f"{self.max_llm_chars:,}. Pass a smaller slice"
-            )
+        refusal = self._refusal(prompt, text, self.llm_calls)
+        if refusal is not None:
+            raise restricted.LLMError(refusal)
         request = {"op": "llm", "prompt": prompt, "text": text}
         reply = self._ask(request, 1, "llm_result", "llm() request")
         if not reply.get("ok"):
             raise restricted.LLMError(str(reply.get("error") or "llm() failed"))
         return str(reply.get("text", ""))
+
+    def _refusal(self, prompt: str, text: str, calls: int) -> str | None:
+        """Why an llm() request is not sent when `calls` were sent before it, or None. Refused
+        here, without a message: a loop of failing calls then costs the parent nothing more
+        and runs into the call's clock like any other loop; and a prompt of tens of MB is
+        refused before it is encoded."""
+        if calls >= self.max_llm_calls:
+            return (
+                f"llm() was called more than {self.max_llm_calls} times in this call; this "
+                "one was not sent"
+            )
+        size = len(prompt) + len(text)
+        if size > self.max_llm_chars:
+            return (
+                f"llm() prompt and text have {size:,} characters together; the limit is "
+                f"{self.max_llm_chars:,}. Pass a smaller slice"
+            )
+        return None
 
     def _llm_batch(self, requests: Any) -> list[str]:
         """llm_batch([(prompt, text), ...]): the answers in order, asked of the parent at once.
@@ -168,16 +175,9 @@ class Worker:
         chars = 0
         for i, (prompt, text) in enumerate(pairs):
             size = len(prompt) + len(text)
-            if self.llm_calls + len(sent) >= self.max_llm_calls:
-                answers[i] = (
-                    f"Error: llm() was called more than {self.max_llm_calls} times in this call; "
-                    "this one was not sent"
-                )
-            elif size > self.max_llm_chars:
-                answers[i] = (
-                    f"Error: prompt and text have {size:,} characters together; the limit is "
-                    f"{self.max_llm_chars:,}"
-                )
+            refusal = self._refusal(prompt, text, self.llm_calls + len(sent))
+            if refusal is not None:
+                answers[i] = f"Error: {refusal}"
             elif chars + size > self.max_batch_chars:
                 answers[i] = (
                     f"Error: the batch is over {self.max_batch_chars:,} characters; this one "
