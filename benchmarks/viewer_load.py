@@ -18,20 +18,17 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 from fathom_lab import evaluate
 
 from envtools import cli, viewer
-from envtools.stats import source_commit
+from envtools.measured import measured_by
 from envtools.viewer.browser import Chromium
 
 COMMAND = "uv run python benchmarks/viewer_load.py"
@@ -125,9 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Rollout viewer: size and time to open",
         "",
-        f"Measured on {datetime.now(UTC):%Y-%m-%d} at commit {source_commit()} by `{command}`",
-        f"({platform.platform(terse=True)}, Python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs, headless Chromium from Debian's `chromium`).",
+        measured_by(command, also=", headless Chromium from Debian's `chromium`"),
         "",
         f"The run: `fathom_lab.evaluate --policies fathom-reference --n {args.n} --doc-tokens "
         f"{args.doc_tokens}` ({eval_s:.0f} s with the viewer; the first row's document is "

@@ -1,6 +1,5 @@
 """Small statistics for evaluation reports: means with percentile-bootstrap confidence intervals,
-the upper end of an interval for a share, with or without clustered trials, and the machine a
-measurement ran on.
+and the upper end of an interval for a share, with or without clustered trials.
 
 The percentile bootstrap resamples the observations with replacement, recomputes the mean of each
 resample, and takes the central `confidence` share of those means as the interval. The seed fixes
@@ -10,46 +9,12 @@ the resamples, so a report is reproducible to the last digit.
 from __future__ import annotations
 
 import math
-import os
-import platform
-import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-
-
-def machine() -> str:
-    """The machine a measurement runs on, as a results page states it: system, Python, CPUs and
-    the load average when it starts."""
-    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
-    return (
-        f"{platform.system()} {platform.machine()}, Python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs{load}"
-    )
-
-
-def source_commit(where: str | os.PathLike[str] = ".") -> str:
-    """The git commit a measurement ran at ("abc1234", "+ local changes" when the work tree
-    differs), or "no git checkout": a results page says which code it measured."""
-
-    def git(*args: str) -> str:
-        done = subprocess.run(
-            ["git", "-C", os.fspath(where), *args], capture_output=True, text=True, timeout=30
-        )
-        if done.returncode != 0:
-            raise OSError(done.stderr)
-        return done.stdout.strip()
-
-    try:
-        commit = git("rev-parse", "--short", "HEAD")
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
-    except (OSError, subprocess.SubprocessError):
-        return "no git checkout"
-    return commit + (" + local changes" if dirty else "")
-
 
 DEFAULT_RESAMPLES = 2_000
 DEFAULT_CONFIDENCE = 0.95

@@ -16,7 +16,6 @@ import asyncio
 import statistics
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from fathom_rlm.rewards import score_rollout
 from fathom_rlm.sandbox import shutdown_fork_servers, warm_up
 
 from envtools import cli
-from envtools.stats import machine, source_commit
+from envtools.measured import measured_by
 
 COMMAND = "uv run python labs/fathom_rlm/benchmarks/llm_batch.py"
 
@@ -70,8 +69,7 @@ def page(args: Any, rows: list[TaskRecord], runs: dict[str, list[dict[str, Any]]
     lines = [
         "# fathom-rlm: sub-calls at once (`llm_batch`) against one after another",
         "",
-        f"Measured on {datetime.now(UTC):%Y-%m-%d} at commit {source_commit()} by "
-        f"`{args.command}` ({machine()}).",
+        measured_by(args.command),
         "",
         f"{len(rows)} aggregation questions on {args.doc_tokens:,}-token documents, the scripted "
         f"reference as the model, every model call held {args.latency} s before it is answered "
